@@ -1,0 +1,91 @@
+"""spanreplay: record every nondeterministic boundary of an AI agent as an
+OpenTelemetry span, and replay a run offline, step by step, from those spans.
+
+Record::
+
+    import spanreplay
+
+    spanreplay.configure(service_name="support-agent")
+    with spanreplay.record(agent="support") as run:
+        main()
+
+Replay::
+
+    with spanreplay.replay("traces/", run_id):
+        main()
+"""
+
+from __future__ import annotations
+
+import importlib.metadata as _metadata
+
+try:
+    __version__ = _metadata.version("spanreplay")
+except _metadata.PackageNotFoundError:  # running from a source tree that was not installed
+    __version__ = "0.0.0"
+
+from ._builtins import now, random, time, uuid4
+from ._codec import register_error_rebuilder
+from ._config import Settings, configure, settings
+from ._events import ErrorInfo, Event, EventLog, RunInfo, RunSummary
+from ._loader import load, runs
+from ._run import Mode, RecordingRun, ReplayingRun, Run, boundary, current_run, record, replay
+from .errors import (
+    ConfigurationError,
+    DifferentCallError,
+    InputChangedError,
+    LeftoverEventsError,
+    OutcomeChangedError,
+    PayloadIntegrityError,
+    RecordedError,
+    ReplayDivergenceError,
+    RunNotFoundError,
+    SchemaVersionError,
+    SpanReplayError,
+    TraceFormatError,
+    UnexpectedCallError,
+)
+from .instrumentation.tools import tool
+from .readers import SpanReplayWarning
+
+__all__ = [
+    "ConfigurationError",
+    "DifferentCallError",
+    "ErrorInfo",
+    "Event",
+    "EventLog",
+    "InputChangedError",
+    "LeftoverEventsError",
+    "Mode",
+    "OutcomeChangedError",
+    "PayloadIntegrityError",
+    "RecordedError",
+    "RecordingRun",
+    "ReplayDivergenceError",
+    "ReplayingRun",
+    "Run",
+    "RunInfo",
+    "RunNotFoundError",
+    "RunSummary",
+    "SchemaVersionError",
+    "Settings",
+    "SpanReplayError",
+    "SpanReplayWarning",
+    "TraceFormatError",
+    "UnexpectedCallError",
+    "__version__",
+    "boundary",
+    "configure",
+    "current_run",
+    "load",
+    "now",
+    "random",
+    "record",
+    "register_error_rebuilder",
+    "replay",
+    "runs",
+    "settings",
+    "time",
+    "tool",
+    "uuid4",
+]

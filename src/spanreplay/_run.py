@@ -1,0 +1,522 @@
+"""Runs, modes, call ids and ``boundary()``: the one choke point of an agent.
+
+In record mode a boundary runs the real work and emits a span that carries its
+input and its output or error. In replay mode it serves the recorded result by
+call id and never runs the real work. Outside any run it just runs the work.
+"""
+
+from __future__ import annotations
+
+import enum
+import inspect
+import itertools
+import logging
+import os
+import re
+import secrets
+import threading
+from collections.abc import Awaitable, Callable, Sequence
+from contextvars import ContextVar, Token
+from datetime import datetime, timezone
+from types import TracebackType
+from typing import Any, TypeVar, cast
+
+import orjson
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry.trace import SpanKind, Status, StatusCode
+
+from . import _codec
+from . import _semconv as sc
+from ._config import settings
+from ._context import current_run_id
+from ._events import ErrorInfo, EventLog
+from ._replay import ReplayEngine
+from .errors import ConfigurationError, OutcomeChangedError, ReplayDivergenceError
+
+logger = logging.getLogger("spanreplay")
+
+T = TypeVar("T")
+Decoder = Callable[[Any], Any]
+
+__all__ = ["Mode", "Run", "boundary", "current_run", "record", "replay"]
+
+
+class Mode(str, enum.Enum):
+    """What a run does at its boundaries."""
+
+    RECORD = "record"
+    REPLAY = "replay"
+
+
+_RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,200}$")
+
+
+def new_run_id(now: datetime | None = None) -> str:
+    """``run_20261129_021503_a1b2c3d4``: the UTC start time, then 32 random bits."""
+    now = now or datetime.now(timezone.utc)
+    return f"run_{now:%Y%m%d_%H%M%S}_{secrets.token_hex(4)}"
+
+
+class _Scope:
+    """A call-id namespace: the run itself, or one boundary (for calls nested in it)."""
+
+    __slots__ = ("_counters", "_lock", "call_id", "context", "run")
+
+    def __init__(self, run: Run, call_id: str, context: otel_context.Context | None) -> None:
+        self.run = run
+        self.call_id = call_id
+        self.context = context
+        self._counters: dict[tuple[str, str], int] = {}
+        self._lock = threading.Lock()
+
+    def next_call_id(self, kind: str, key: str) -> str:
+        with self._lock:
+            n = self._counters.get((kind, key), 0)
+            self._counters[(kind, key)] = n + 1
+        prefix = f"{self.call_id}/" if self.call_id else ""
+        return f"{prefix}{kind}:{key}#{n}"
+
+
+_current_run: ContextVar[Run | None] = ContextVar("spanreplay_run", default=None)
+_current_scope: ContextVar[_Scope | None] = ContextVar("spanreplay_scope", default=None)
+# Runs open in this process. Threads do not inherit context variables (a plain
+# ThreadPoolExecutor does not copy them), so a boundary called from a thread
+# with no run in its context joins the one run that is open, if there is one.
+_open_runs: list[Run] = []
+_open_lock = threading.Lock()
+
+
+def current_run() -> Run | None:
+    """The run the calling code executes in, or None."""
+    run = _current_run.get()
+    if run is not None:
+        return run
+    with _open_lock:
+        return _open_runs[0] if len(_open_runs) == 1 else None
+
+
+def _is_async(fn: Callable[..., Any]) -> bool:
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))
+
+
+class Run:
+    """One execution of an agent, recorded or replayed. Use ``record()`` or ``replay()``.
+
+    A Run is a context manager, sync (``with``) and async (``async with``).
+    """
+
+    mode: Mode
+
+    def __init__(self, run_id: str, agent: str) -> None:
+        self.run_id = run_id
+        self.agent = agent
+        self._seq = itertools.count(1)
+        self._root = _Scope(self, "", None)
+        self._tokens: list[tuple[Token[Run | None], Token[_Scope | None], Token[str | None], object]] = []
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.run_id} mode={self.mode.value}>"
+
+    # -- boundary -------------------------------------------------------------
+
+    def boundary(
+        self,
+        kind: str,
+        key: str,
+        input: Any,
+        fn: Callable[[], T],
+        *,
+        decode: Decoder | None = None,
+        attributes: dict[str, Any] | None = None,
+    ) -> T:
+        """Run ``fn`` as boundary ``kind``/``key`` of this run; see ``spanreplay.boundary``."""
+        raise NotImplementedError
+
+    def _scope(self) -> _Scope:
+        scope = _current_scope.get()
+        return scope if scope is not None and scope.run is self else self._root
+
+    # -- context manager ------------------------------------------------------
+
+    def _activate(self, otel_ctx: otel_context.Context | None) -> None:
+        otel_token = otel_context.attach(otel_ctx) if otel_ctx is not None else None
+        self._tokens.append(
+            (_current_run.set(self), _current_scope.set(self._root), current_run_id.set(self._context_run_id()), otel_token)
+        )
+        with _open_lock:
+            _open_runs.append(self)
+
+    def _deactivate(self) -> None:
+        with _open_lock:
+            if self in _open_runs:
+                _open_runs.remove(self)
+        run_token, scope_token, id_token, otel_token = self._tokens.pop()
+        current_run_id.reset(id_token)
+        _current_scope.reset(scope_token)
+        _current_run.reset(run_token)
+        if otel_token is not None:
+            otel_context.detach(cast(Any, otel_token))
+
+    def _context_run_id(self) -> str | None:
+        return self.run_id
+
+    def __enter__(self) -> Run:
+        raise NotImplementedError
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool | None:
+        raise NotImplementedError
+
+    async def __aenter__(self) -> Run:
+        return self.__enter__()
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool | None:
+        return self.__exit__(exc_type, exc, tb)
+
+
+class RecordingRun(Run):
+    """A run in record mode: real work runs, each boundary becomes a span."""
+
+    mode = Mode.RECORD
+
+    def __init__(self, agent: str, run_id: str | None = None, *, forked_from: str | None = None) -> None:
+        if run_id is not None and not _RUN_ID.match(run_id):
+            raise ConfigurationError(
+                f"Run id {run_id!r} cannot name a trace file; use letters, digits, '_', '.' and '-' "
+                "(or leave run_id out to get run_YYYYMMDD_HHMMSS_xxxxxxxx)."
+            )
+        super().__init__(run_id or new_run_id(), agent)
+        self.forked_from = forked_from
+        self._span: trace.Span | None = None
+        self._strict = False
+
+    def __enter__(self) -> RecordingRun:
+        config = settings()
+        self._strict = config.strict
+        self._tracer = config.tracer
+        attributes: dict[str, Any] = {
+            sc.RUN_ID: self.run_id,
+            sc.RUN_STATUS: sc.RUN_STATUS_RUNNING,
+            sc.SCHEMA: sc.SCHEMA_VERSION,
+            sc.GEN_AI_OPERATION_NAME: sc.OPERATION_INVOKE_AGENT,
+            sc.GEN_AI_AGENT_NAME: self.agent,
+        }
+        if self.forked_from:
+            attributes[sc.RUN_FORKED_FROM] = self.forked_from
+        self._span = self._tracer.start_span(sc.run_span_name(self.agent), kind=SpanKind.INTERNAL, attributes=attributes)
+        ctx = trace.set_span_in_context(self._span)
+        self._root.context = ctx
+        self._activate(ctx)
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        span = self._span
+        try:
+            if span is not None:
+                steps = next(self._seq) - 1
+                attributes: dict[str, Any] = {sc.RUN_STEPS: steps}
+                if exc is None:
+                    attributes[sc.RUN_STATUS] = sc.RUN_STATUS_OK
+                    span.set_status(Status(StatusCode.OK))
+                else:
+                    attributes[sc.RUN_STATUS] = sc.RUN_STATUS_ERROR
+                    attributes[sc.ERROR_TYPE] = type(exc).__qualname__
+                    attributes.update(_codec.payload_attributes(sc.RUN_ERROR, _codec.encode_error(exc)))
+                    span.set_status(Status(StatusCode.ERROR, type(exc).__qualname__))
+                span.set_attributes(attributes)
+                span.end()
+        except Exception:
+            self._internal_failure("end the run span")
+        finally:
+            self._deactivate()
+
+    def _internal_failure(self, what: str) -> None:
+        if self._strict:
+            raise
+        logger.exception("spanreplay could not %s for run %s; the agent continues with less telemetry", what, self.run_id)
+
+    def boundary(
+        self,
+        kind: str,
+        key: str,
+        input: Any,
+        fn: Callable[[], T],
+        *,
+        decode: Decoder | None = None,
+        attributes: dict[str, Any] | None = None,
+    ) -> T:
+        scope = self._scope()
+        call_id = scope.next_call_id(kind, key)
+        seq = next(self._seq)
+        if _is_async(fn):
+            return cast(T, self._record_async(scope, call_id, seq, kind, key, input, fn, attributes))
+        span, child = self._start(scope, call_id, seq, kind, key, input, attributes)
+        scope_token = _current_scope.set(child)
+        otel_token = otel_context.attach(child.context) if child.context is not None else None
+        try:
+            result = fn()
+        except BaseException as exc:
+            self._finish(span, None, exc)
+            raise
+        finally:
+            if otel_token is not None:
+                otel_context.detach(otel_token)
+            _current_scope.reset(scope_token)
+        self._finish(span, result, None)
+        return result
+
+    async def _record_async(
+        self,
+        scope: _Scope,
+        call_id: str,
+        seq: int,
+        kind: str,
+        key: str,
+        input: Any,
+        fn: Callable[[], Awaitable[T]],
+        attributes: dict[str, Any] | None,
+    ) -> T:
+        span, child = self._start(scope, call_id, seq, kind, key, input, attributes)
+        scope_token = _current_scope.set(child)
+        otel_token = otel_context.attach(child.context) if child.context is not None else None
+        try:
+            result = await fn()
+        except BaseException as exc:
+            self._finish(span, None, exc)
+            raise
+        finally:
+            if otel_token is not None:
+                otel_context.detach(otel_token)
+            _current_scope.reset(scope_token)
+        self._finish(span, result, None)
+        return result
+
+    def _start(
+        self,
+        scope: _Scope,
+        call_id: str,
+        seq: int,
+        kind: str,
+        key: str,
+        input: Any,
+        extra: dict[str, Any] | None,
+    ) -> tuple[trace.Span | None, _Scope]:
+        try:
+            attributes: dict[str, Any] = {
+                sc.RUN_ID: self.run_id,
+                sc.SEQ: seq,
+                sc.CALL_ID: call_id,
+                sc.KIND: kind,
+                sc.KEY: key,
+                sc.SCHEMA: sc.SCHEMA_VERSION,
+            }
+            if kind == sc.KIND_TOOL:
+                attributes[sc.GEN_AI_OPERATION_NAME] = sc.OPERATION_EXECUTE_TOOL
+                attributes[sc.GEN_AI_TOOL_NAME] = key
+            if extra:
+                attributes.update(extra)
+            attributes.update(_codec.payload_attributes(sc.INPUT, _codec.encode_input(input)))
+            span = self._tracer.start_span(
+                sc.boundary_span_name(kind, key),
+                context=scope.context,
+                kind=SpanKind.CLIENT if kind == sc.KIND_MODEL else SpanKind.INTERNAL,
+                attributes=attributes,
+            )
+            return span, _Scope(self, call_id, trace.set_span_in_context(span))
+        except Exception:
+            self._internal_failure(f"start the span of {kind} {key!r}")
+            return None, _Scope(self, call_id, scope.context)
+
+    def _finish(self, span: trace.Span | None, result: Any, exc: BaseException | None) -> None:
+        if span is None:
+            return
+        try:
+            if exc is None:
+                span.set_attributes(_codec.payload_attributes(sc.OUTPUT, _codec.encode_output(result)))
+            else:
+                attributes = _codec.payload_attributes(sc.ERROR, _codec.encode_error(exc))
+                attributes[sc.ERROR_TYPE] = type(exc).__qualname__
+                span.set_attributes(attributes)
+                span.set_status(Status(StatusCode.ERROR, type(exc).__qualname__))
+            span.end()
+        except Exception:
+            self._internal_failure("finish a boundary span")
+
+
+class ReplayingRun(Run):
+    """A run in replay mode: every boundary is served from the recording.
+
+    Attributes:
+        events: the EventLog being replayed.
+        outcome: after the run ends, one of ``"completed"``, ``"reproduced"``
+            (the recorded failure happened again), ``"diverged"`` or ``"failed"``.
+    """
+
+    mode = Mode.REPLAY
+
+    def __init__(self, events: EventLog, *, ignore_paths: Sequence[str] = (), strict: bool = True) -> None:
+        super().__init__(events.run_id, events.run.agent)
+        self.events = events
+        self.engine = ReplayEngine(events, ignore_paths=ignore_paths)
+        self.strict = strict
+        self.outcome: str | None = None
+
+    def _context_run_id(self) -> str | None:
+        # Replay emits no spans: nothing started under it should be stamped as the run.
+        return None
+
+    def __enter__(self) -> ReplayingRun:
+        self._activate(None)
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._deactivate()
+        recorded = self.events.run.error
+        if isinstance(exc, ReplayDivergenceError):
+            if self.events.run.status == sc.RUN_STATUS_CRASHED and exc.recorded is None:
+                self.outcome = "reproduced"  # the code reached the point where the recorded process died
+            else:
+                self.outcome = "diverged"
+            return
+        if exc is not None:
+            if recorded is not None and _same_error(recorded, exc):
+                self.outcome = "reproduced"
+                return
+            self.outcome = "failed"
+            if isinstance(exc, Exception):
+                raise OutcomeChangedError(
+                    f"Replay of run {self.run_id} failed with {type(exc).__qualname__}: {exc}, but the "
+                    + (f"recorded run failed with {recorded}." if recorded else "recorded run did not fail.")
+                    + " Every step served matched the recording, so the change is in the code between "
+                    "the boundaries.",
+                    run_id=self.run_id,
+                    seq=None,
+                    call_id=None,
+                    recorded=str(recorded) if recorded else f"run {self.events.run.status}",
+                    attempted=f"{type(exc).__qualname__}: {exc}",
+                ) from exc
+            return
+        if self.strict:
+            try:
+                self.engine.check_finished()
+            except ReplayDivergenceError:
+                self.outcome = "diverged"
+                raise
+        if recorded is not None and self.events.run.status == sc.RUN_STATUS_ERROR:
+            self.outcome = "diverged"
+            raise OutcomeChangedError(
+                f"Replay of run {self.run_id} completed, but the recorded run failed with {recorded}. "
+                "The failure no longer happens: the code between the boundaries changed.",
+                run_id=self.run_id,
+                seq=None,
+                call_id=None,
+                recorded=str(recorded),
+                attempted="completed without error",
+            )
+        self.outcome = "completed"
+
+    def boundary(
+        self,
+        kind: str,
+        key: str,
+        input: Any,
+        fn: Callable[[], T],
+        *,
+        decode: Decoder | None = None,
+        attributes: dict[str, Any] | None = None,
+    ) -> T:
+        scope = self._scope()
+        call_id = scope.next_call_id(kind, key)
+        seq = next(self._seq)
+        event = self.engine.take(scope.call_id, call_id, kind, key, seq, _codec.encode_input(input))
+        if _is_async(fn):
+            return cast(T, _served_async(event.error, event.output_json, decode))
+        return cast(T, _served(event.error, event.output_json, decode))
+
+
+def _served(error: ErrorInfo | None, output_json: bytes | None, decode: Decoder | None) -> Any:
+    if error is not None:
+        raise _codec.rebuild_error(error)
+    value = None if output_json is None else orjson.loads(output_json)
+    return decode(value) if decode is not None else value
+
+
+async def _served_async(error: ErrorInfo | None, output_json: bytes | None, decode: Decoder | None) -> Any:
+    return _served(error, output_json, decode)
+
+
+def _same_error(recorded: ErrorInfo, exc: BaseException) -> bool:
+    return recorded.type_name == type(exc).__qualname__ and recorded.message == str(exc)
+
+
+def record(agent: str = "agent", run_id: str | None = None) -> RecordingRun:
+    """Start recording a run: ``with spanreplay.record(agent="support") as run: ...``.
+
+    Args:
+        agent: the agent's name, shown in ``spanreplay runs`` and on the root span
+            (``invoke_agent {agent}``).
+        run_id: the run id; by default ``run_YYYYMMDD_HHMMSS_xxxxxxxx`` (UTC).
+    """
+    return RecordingRun(agent, run_id)
+
+
+def replay(
+    source: str | os.PathLike[str] | EventLog,
+    run_id: str | None = None,
+    *,
+    ignore_paths: Sequence[str] = (),
+    strict: bool = True,
+) -> ReplayingRun:
+    """Replay a recorded run: ``with spanreplay.replay("traces/", run_id) as run: ...``.
+
+    Args:
+        source: a trace file, directory, glob, ``-`` for stdin, or an EventLog.
+        run_id: the run to replay; may be left out when the source holds one run.
+        ignore_paths: JSON paths (``"messages[*].timestamp"``) left out of the
+            input comparison.
+        strict: raise LeftoverEventsError when the code ends before the recording.
+    """
+    from ._loader import load
+
+    log = source if isinstance(source, EventLog) else load(source, run_id)
+    return ReplayingRun(log, ignore_paths=ignore_paths, strict=strict)
+
+
+def boundary(
+    kind: str,
+    key: str,
+    input: Any,
+    fn: Callable[[], T],
+    *,
+    decode: Decoder | None = None,
+    attributes: dict[str, Any] | None = None,
+) -> T:
+    """The single choke point for every nondeterministic call of an agent.
+
+    Args:
+        kind: what kind of boundary (``"tool"``, ``"model"``, ``"clock"``, ...).
+        key: which one of that kind (a tool name, a model name).
+        input: the call's input, JSON-serializable (compared on replay).
+        fn: the real work, a no-argument callable, sync or async. In record mode
+            it runs and its result is recorded; in replay mode it never runs.
+        decode: turns the recorded JSON back into the object the caller expects
+            (replay only).
+        attributes: extra span attributes (token counts, GenAI names).
+
+    Returns:
+        ``fn()``'s result (an awaitable when ``fn`` is async). Outside any run,
+        ``fn()`` itself.
+    """
+    run = current_run()
+    if run is None:
+        return fn()
+    return run.boundary(kind, key, input, fn, decode=decode, attributes=attributes)
+

@@ -1,0 +1,84 @@
+"""Every span and attribute name spanreplay writes or reads, and nowhere else.
+
+The GenAI names follow the OpenTelemetry semantic conventions for generative AI;
+the replay payload lives under the ``spanreplay.`` namespace.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+# Schema version of the replay payload. Bump it when the layout below changes and
+# keep a reader adapter for every older version (see _codec.ADAPTERS).
+SCHEMA_VERSION: Final = 1
+
+INSTRUMENTATION_NAME: Final = "spanreplay"
+
+# --- run root span -------------------------------------------------------------
+RUN_SPAN_PREFIX: Final = "invoke_agent"
+RUN_ID: Final = "spanreplay.run.id"
+RUN_STATUS: Final = "spanreplay.run.status"
+RUN_ERROR: Final = "spanreplay.run.error"
+RUN_FORKED_FROM: Final = "spanreplay.run.forked_from"
+# How many boundaries the run started, written when it ends: lets readers spot lost spans.
+RUN_STEPS: Final = "spanreplay.run.steps"
+
+RUN_STATUS_OK: Final = "ok"
+RUN_STATUS_ERROR: Final = "error"
+RUN_STATUS_RUNNING: Final = "running"
+RUN_STATUS_CRASHED: Final = "crashed"
+
+# --- boundary spans --------------------------------------------------------------
+SEQ: Final = "spanreplay.seq"
+CALL_ID: Final = "spanreplay.call_id"
+KIND: Final = "spanreplay.kind"
+KEY: Final = "spanreplay.key"
+SCHEMA: Final = "spanreplay.schema_version"
+
+# A payload attribute holds orjson text: one string, or an array of string chunks
+# when the text is long. Its byte length and sha256 sit beside it.
+INPUT: Final = "spanreplay.input"
+OUTPUT: Final = "spanreplay.output"
+ERROR: Final = "spanreplay.error"
+SIZE_SUFFIX: Final = ".size"
+SHA256_SUFFIX: Final = ".sha256"
+
+# --- OpenTelemetry general and GenAI conventions ---------------------------------
+SERVICE_NAME: Final = "service.name"
+ERROR_TYPE: Final = "error.type"
+GEN_AI_OPERATION_NAME: Final = "gen_ai.operation.name"
+GEN_AI_PROVIDER_NAME: Final = "gen_ai.provider.name"
+GEN_AI_AGENT_NAME: Final = "gen_ai.agent.name"
+GEN_AI_TOOL_NAME: Final = "gen_ai.tool.name"
+GEN_AI_TOOL_CALL_ID: Final = "gen_ai.tool.call.id"
+GEN_AI_TOOL_TYPE: Final = "gen_ai.tool.type"
+GEN_AI_REQUEST_MODEL: Final = "gen_ai.request.model"
+GEN_AI_RESPONSE_MODEL: Final = "gen_ai.response.model"
+GEN_AI_RESPONSE_ID: Final = "gen_ai.response.id"
+GEN_AI_USAGE_INPUT_TOKENS: Final = "gen_ai.usage.input_tokens"
+GEN_AI_USAGE_OUTPUT_TOKENS: Final = "gen_ai.usage.output_tokens"
+
+OPERATION_INVOKE_AGENT: Final = "invoke_agent"
+OPERATION_EXECUTE_TOOL: Final = "execute_tool"
+OPERATION_CHAT: Final = "chat"
+
+# --- boundary kinds ----------------------------------------------------------------
+KIND_MODEL: Final = "model"
+KIND_TOOL: Final = "tool"
+KIND_CLOCK: Final = "clock"
+KIND_RANDOM: Final = "random"
+KIND_UUID: Final = "uuid"
+
+
+def run_span_name(agent: str) -> str:
+    """``invoke_agent {agent}``, the GenAI conventions' name for an agent run."""
+    return f"{RUN_SPAN_PREFIX} {agent}"
+
+
+def boundary_span_name(kind: str, key: str) -> str:
+    """The span name of a boundary: GenAI names for tools and models, else ``kind key``."""
+    if kind == KIND_TOOL:
+        return f"{OPERATION_EXECUTE_TOOL} {key}"
+    if kind == KIND_MODEL:
+        return f"{OPERATION_CHAT} {key}"
+    return f"{kind} {key}"

@@ -1,0 +1,75 @@
+"""A trace span as every reader yields it, whatever the format it came from.
+
+Readers turn OTLP/JSON, Jaeger JSON and the rest into ``SpanRecord``; the codec
+turns a ``SpanRecord`` into an ``Event``. Ids are lowercase hex, times are Unix
+nanoseconds, attribute values are plain Python values (``str``, ``bool``,
+``int``, ``float``, ``bytes``, ``None``, lists and dicts of them).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+# OTLP's SpanKind numbers (opentelemetry/proto/trace/v1/trace.proto).
+SPAN_KIND_UNSPECIFIED = 0
+SPAN_KIND_INTERNAL = 1
+SPAN_KIND_SERVER = 2
+SPAN_KIND_CLIENT = 3
+SPAN_KIND_PRODUCER = 4
+SPAN_KIND_CONSUMER = 5
+
+# OTLP's Status.StatusCode numbers.
+STATUS_UNSET = 0
+STATUS_OK = 1
+STATUS_ERROR = 2
+
+
+@dataclass(frozen=True, slots=True)
+class SpanEventRecord:
+    """One event (a timestamped annotation; Jaeger calls them logs) on a span."""
+
+    name: str
+    time_ns: int
+    attributes: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class SpanLinkRecord:
+    """A link from one span to another (Jaeger: a FOLLOWS_FROM reference)."""
+
+    trace_id: str
+    span_id: str
+    attributes: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class SpanRecord:
+    """One span, decoded from any supported trace format."""
+
+    trace_id: str
+    span_id: str
+    name: str
+    parent_span_id: str | None = None
+    kind: int = SPAN_KIND_UNSPECIFIED
+    start_ns: int = 0
+    end_ns: int = 0
+    attributes: dict[str, Any] = field(default_factory=dict)
+    status_code: int = STATUS_UNSET
+    status_message: str = ""
+    resource: dict[str, Any] = field(default_factory=dict)
+    scope_name: str = ""
+    scope_version: str = ""
+    events: tuple[SpanEventRecord, ...] = ()
+    links: tuple[SpanLinkRecord, ...] = ()
+    # Where the span was read from ("traces/run_x.jsonl:12"), for error messages.
+    origin: str = ""
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """The identity used to drop duplicates: (trace id, span id)."""
+        return (self.trace_id, self.span_id)
+
+    @property
+    def ended(self) -> bool:
+        return self.end_ns > 0

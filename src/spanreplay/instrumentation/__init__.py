@@ -1,0 +1,1 @@
+"""Instrumentation: the ``@tool`` decorator (and, per SDK, instrumentors)."""

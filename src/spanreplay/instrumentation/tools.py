@@ -1,0 +1,94 @@
+"""``@spanreplay.tool``: a tool function as a recorded, replayable boundary."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+from typing import Any, TypeVar, overload
+
+from .. import _semconv as sc
+from .._run import current_run
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+__all__ = ["tool"]
+
+# Parameters that identify the receiver, not the call: left out of the input.
+_RECEIVERS = frozenset({"self", "cls"})
+
+
+class _Binder:
+    """Turns a call's arguments into the input dict ``{parameter: value}``.
+
+    ``inspect.Signature.bind`` costs microseconds; plain positional-or-keyword
+    signatures (the common case) take a zip instead.
+    """
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self.signature = inspect.signature(fn)
+        params = list(self.signature.parameters.values())
+        self.simple = all(p.kind is p.POSITIONAL_OR_KEYWORD for p in params)
+        self.names = tuple(p.name for p in params)
+        self.defaults = {p.name: p.default for p in params if p.default is not p.empty}
+        self.skip = {n for n in self.names[:1] if n in _RECEIVERS}
+
+    def __call__(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+        if self.simple and len(args) <= len(self.names):
+            bound = dict(zip(self.names, args))
+            if kwargs:
+                bound.update(kwargs)
+            if len(bound) < len(self.names):
+                for name, default in self.defaults.items():
+                    bound.setdefault(name, default)
+        else:
+            ba = self.signature.bind(*args, **kwargs)
+            ba.apply_defaults()
+            bound = dict(ba.arguments)
+        for name in self.skip:
+            bound.pop(name, None)
+        return bound
+
+
+@overload
+def tool(fn: F, /) -> F: ...
+@overload
+def tool(*, name: str | None = None) -> Callable[[F], F]: ...
+
+
+def tool(fn: F | None = None, /, *, name: str | None = None) -> F | Callable[[F], F]:
+    """Record (and replay) each call of a tool function, sync or async.
+
+    The input is the bound arguments, ``{parameter: value}`` with defaults
+    applied; the output is the return value. In replay mode the function body
+    never runs: the recorded return value (decoded from JSON) or the recorded
+    exception comes back instead. Outside any run the function runs untouched.
+
+    Use as ``@spanreplay.tool`` or ``@spanreplay.tool(name="search")``.
+    """
+
+    def decorate(func: F) -> F:
+        key = name or func.__name__
+        bind = _Binder(func)
+
+        if inspect.iscoroutinefunction(func):
+
+            @functools.wraps(func)
+            async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
+                run = current_run()
+                if run is None:
+                    return await func(*args, **kwargs)
+                return await run.boundary(sc.KIND_TOOL, key, bind(args, kwargs), functools.partial(func, *args, **kwargs))
+
+            return async_wrapper  # type: ignore[return-value]
+
+        @functools.wraps(func)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            run = current_run()
+            if run is None:
+                return func(*args, **kwargs)
+            return run.boundary(sc.KIND_TOOL, key, bind(args, kwargs), functools.partial(func, *args, **kwargs))
+
+        return wrapper  # type: ignore[return-value]
+
+    return decorate(fn) if fn is not None else decorate
