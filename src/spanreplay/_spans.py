@@ -32,6 +32,7 @@ class SpanEventRecord:
     name: str
     time_ns: int
     attributes: dict[str, Any] = field(default_factory=dict)
+    dropped_attributes_count: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +42,8 @@ class SpanLinkRecord:
     trace_id: str
     span_id: str
     attributes: dict[str, Any] = field(default_factory=dict)
+    trace_state: str = ""
+    dropped_attributes_count: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,8 +63,14 @@ class SpanRecord:
     resource: dict[str, Any] = field(default_factory=dict)
     scope_name: str = ""
     scope_version: str = ""
+    scope_attributes: dict[str, Any] = field(default_factory=dict)
+    trace_state: str = ""
     events: tuple[SpanEventRecord, ...] = ()
     links: tuple[SpanLinkRecord, ...] = ()
+    # What the producer dropped past its limits: a payload attribute may be among them.
+    dropped_attributes_count: int = 0
+    dropped_events_count: int = 0
+    dropped_links_count: int = 0
     # Where the span was read from ("traces/run_x.jsonl:12"), for error messages.
     origin: str = ""
 

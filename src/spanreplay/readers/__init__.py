@@ -4,6 +4,7 @@ Each format has its own module; ``_sources`` opens files, directories, globs and
 stdin and sniffs the format from the content.
 """
 
-from ._sources import SpanReplayWarning, expand, iter_spans, read_file
+from ._base import SpanReplayWarning
+from ._sources import expand, iter_spans, read_file
 
 __all__ = ["SpanReplayWarning", "expand", "iter_spans", "read_file"]

@@ -1,8 +1,9 @@
 """OTLP/JSON documents (``TracesData`` / ``ExportTraceServiceRequest``) -> SpanRecord.
 
 Reads what the opentelemetry-proto spec writes (hex ids, int64 as strings,
-integer enums) and the variants other producers emit: Tempo's base64 ids and
-enum names, numbers where strings belong, ``instrumentationLibrarySpans``.
+integer enums, lowerCamelCase) and the variants other producers emit: Tempo's
+base64 ids and enum names, numbers where strings belong, the older
+``instrumentationLibrarySpans`` and ``batches``.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from .._spans import SpanEventRecord, SpanLinkRecord, SpanRecord
+from ._base import MalformedTrace, array, base64_bytes, count, integer, number, obj, text
 
 _KIND_NAMES = {
     "SPAN_KIND_UNSPECIFIED": 0,
@@ -23,96 +25,129 @@ _KIND_NAMES = {
     "SPAN_KIND_CONSUMER": 5,
 }
 _STATUS_NAMES = {"STATUS_CODE_UNSET": 0, "STATUS_CODE_OK": 1, "STATUS_CODE_ERROR": 2}
+# Attribute values nest (arrays of maps of arrays); nothing real comes near this,
+# and a bound keeps a hostile file from exhausting the interpreter's stack.
+MAX_DEPTH = 64
 
 
-class MalformedTrace(Exception):
-    """Raised inside readers; the source layer adds the file and line."""
+def any_value(value: Any, _depth: int = 0) -> Any:
+    """Decode an OTLP/JSON ``AnyValue`` into a plain Python value.
 
-
-def any_value(value: Any) -> Any:
-    """Decode an OTLP/JSON AnyValue into a plain Python value."""
-    if not isinstance(value, Mapping):
-        raise MalformedTrace(f"an attribute value must be an AnyValue object, not {type(value).__name__}")
+    ``intValue`` may be a JSON string (proto3's int64) or a number; ``bytesValue``
+    is base64; an empty AnyValue is None.
+    """
+    value = obj(value, "an AnyValue object")
     if not value:
         return None
+    if _depth >= MAX_DEPTH:
+        raise MalformedTrace(f"attribute values nest deeper than {MAX_DEPTH} levels")
     if "stringValue" in value:
-        return _str(value["stringValue"])
+        return text(value["stringValue"], "a stringValue string")
     if "intValue" in value:
-        return _int(value["intValue"])
+        return integer(value["intValue"], "an intValue integer")
     if "boolValue" in value:
         raw = value["boolValue"]
         if not isinstance(raw, bool):
-            raise MalformedTrace(f"boolValue must be true or false, not {raw!r}")
+            raise MalformedTrace(f"boolValue must be true or false, not {raw!r:.60}")
         return raw
     if "doubleValue" in value:
-        return _float(value["doubleValue"])
+        return number(value["doubleValue"], "a doubleValue number")
     if "arrayValue" in value:
-        return [any_value(v) for v in _list(_obj(value["arrayValue"]).get("values", []))]
+        values = array(obj(value["arrayValue"], "an arrayValue object").get("values"), "an array of values")
+        return [any_value(v, _depth + 1) for v in values]
     if "kvlistValue" in value:
-        return key_values(_obj(value["kvlistValue"]).get("values", []))
+        return key_values(obj(value["kvlistValue"], "a kvlistValue object").get("values"), _depth + 1)
     if "bytesValue" in value:
-        return _bytes(value["bytesValue"])
-    raise MalformedTrace(f"unknown AnyValue field(s) {sorted(value)}")
+        return base64_bytes(value["bytesValue"], "a bytesValue")
+    raise MalformedTrace(f"unknown AnyValue field(s) {', '.join(sorted(map(str, value)))[:80]}")
 
 
-def key_values(items: Any) -> dict[str, Any]:
-    """Decode a list of OTLP/JSON ``KeyValue`` objects into a dict."""
+def key_values(items: Any, _depth: int = 0) -> dict[str, Any]:
+    """Decode a list of OTLP/JSON ``KeyValue`` objects into a dict (absent -> empty)."""
     out: dict[str, Any] = {}
-    for item in _list(items):
-        item = _obj(item)
-        out[_str(item.get("key", ""))] = any_value(item.get("value", {}))
+    for item in array(items, "a list of attributes"):
+        item = obj(item, "a KeyValue object")
+        out[text(item.get("key", ""), "an attribute key")] = any_value(item.get("value", {}), _depth)
     return out
 
 
 def spans_from_document(doc: Mapping[str, Any], origin: str) -> Iterator[SpanRecord]:
     """Every span in one OTLP/JSON traces document."""
-    for resource_spans in _list(doc.get("resourceSpans", doc.get("batches", []))):
-        resource_spans = _obj(resource_spans)
-        resource = key_values(_obj(resource_spans.get("resource", {})).get("attributes", []))
-        scopes = resource_spans.get("scopeSpans", resource_spans.get("instrumentationLibrarySpans", []))
-        for scope_spans in _list(scopes):
-            scope_spans = _obj(scope_spans)
-            scope = _obj(scope_spans.get("scope", scope_spans.get("instrumentationLibrary", {})))
-            scope_name = _str(scope.get("name", ""))
-            scope_version = _str(scope.get("version", ""))
-            for span in _list(scope_spans.get("spans", [])):
-                yield _span(_obj(span), resource, scope_name, scope_version, origin)
+    resource_spans_list = doc["resourceSpans"] if "resourceSpans" in doc else doc.get("batches")
+    for resource_spans in array(resource_spans_list, "resourceSpans to be an array"):
+        resource_spans = obj(resource_spans, "a ResourceSpans object")
+        resource = key_values(obj(resource_spans.get("resource") or {}, "a resource object").get("attributes"))
+        scopes = resource_spans.get("scopeSpans", resource_spans.get("instrumentationLibrarySpans"))
+        for scope_spans in array(scopes, "scopeSpans to be an array"):
+            scope_spans = obj(scope_spans, "a ScopeSpans object")
+            scope = obj(scope_spans.get("scope", scope_spans.get("instrumentationLibrary")) or {}, "a scope object")
+            scope_name = text(scope.get("name", ""), "a scope name")
+            scope_version = text(scope.get("version", ""), "a scope version")
+            scope_attributes = key_values(scope.get("attributes"))
+            for index, span in enumerate(array(scope_spans.get("spans"), "spans to be an array")):
+                try:
+                    yield _span(
+                        obj(span, "a Span object"), resource, scope_name, scope_version, scope_attributes, origin
+                    )
+                except MalformedTrace as exc:
+                    name = span.get("name") if isinstance(span, Mapping) else None
+                    called = f" {name!r:.60}" if isinstance(name, str) else ""
+                    raise MalformedTrace(f"span {index}{called}: {exc}") from None
 
 
-def _span(span: Mapping[str, Any], resource: dict[str, Any], scope_name: str, scope_version: str, origin: str) -> SpanRecord:
-    status = _obj(span.get("status", {}))
-    parent = span.get("parentSpanId")
+def _span(
+    span: Mapping[str, Any],
+    resource: dict[str, Any],
+    scope_name: str,
+    scope_version: str,
+    scope_attributes: dict[str, Any],
+    origin: str,
+) -> SpanRecord:
+    status = obj(span.get("status") or {}, "a status object")
+    # proto3 JSON may write the empty parent id as "": the span is a root either way.
+    parent_id = span.get("parentSpanId")
+    parent = hex_id("" if parent_id is None else parent_id, 8) or None
     return SpanRecord(
         trace_id=hex_id(span.get("traceId", ""), 16),
         span_id=hex_id(span.get("spanId", ""), 8),
-        parent_span_id=hex_id(parent, 8) if parent else None,
-        name=_str(span.get("name", "")),
-        kind=_enum(span.get("kind", 0), _KIND_NAMES),
-        start_ns=_int(span.get("startTimeUnixNano", 0)),
-        end_ns=_int(span.get("endTimeUnixNano", 0)),
-        attributes=key_values(span.get("attributes", [])),
-        status_code=_enum(status.get("code", 0), _STATUS_NAMES),
-        status_message=_str(status.get("message", "")),
+        parent_span_id=parent,
+        name=text(span.get("name", ""), "a span name"),
+        kind=_enum(span.get("kind", 0), _KIND_NAMES, "a span kind"),
+        start_ns=integer(span.get("startTimeUnixNano", 0), "startTimeUnixNano in nanoseconds"),
+        end_ns=integer(span.get("endTimeUnixNano", 0), "endTimeUnixNano in nanoseconds"),
+        attributes=key_values(span.get("attributes")),
+        status_code=_enum(status.get("code", 0), _STATUS_NAMES, "a status code"),
+        status_message=text(status.get("message", ""), "a status message"),
         resource=resource,
         scope_name=scope_name,
         scope_version=scope_version,
-        events=tuple(
-            SpanEventRecord(
-                name=_str(e.get("name", "")),
-                time_ns=_int(e.get("timeUnixNano", 0)),
-                attributes=key_values(e.get("attributes", [])),
-            )
-            for e in map(_obj, _list(span.get("events", [])))
-        ),
-        links=tuple(
-            SpanLinkRecord(
-                trace_id=hex_id(link.get("traceId", ""), 16),
-                span_id=hex_id(link.get("spanId", ""), 8),
-                attributes=key_values(link.get("attributes", [])),
-            )
-            for link in map(_obj, _list(span.get("links", [])))
-        ),
+        scope_attributes=scope_attributes,
+        trace_state=text(span.get("traceState", ""), "a traceState string"),
+        events=tuple(_event(obj(e, "an Event object")) for e in array(span.get("events"), "events to be an array")),
+        links=tuple(_link(obj(link, "a Link object")) for link in array(span.get("links"), "links to be an array")),
+        dropped_attributes_count=count(span.get("droppedAttributesCount"), "droppedAttributesCount"),
+        dropped_events_count=count(span.get("droppedEventsCount"), "droppedEventsCount"),
+        dropped_links_count=count(span.get("droppedLinksCount"), "droppedLinksCount"),
         origin=origin,
+    )
+
+
+def _event(event: Mapping[str, Any]) -> SpanEventRecord:
+    return SpanEventRecord(
+        name=text(event.get("name", ""), "an event name"),
+        time_ns=integer(event.get("timeUnixNano", 0), "an event's timeUnixNano"),
+        attributes=key_values(event.get("attributes")),
+        dropped_attributes_count=count(event.get("droppedAttributesCount"), "droppedAttributesCount"),
+    )
+
+
+def _link(link: Mapping[str, Any]) -> SpanLinkRecord:
+    return SpanLinkRecord(
+        trace_id=hex_id(link.get("traceId", ""), 16),
+        span_id=hex_id(link.get("spanId", ""), 8),
+        attributes=key_values(link.get("attributes")),
+        trace_state=text(link.get("traceState", ""), "a traceState string"),
+        dropped_attributes_count=count(link.get("droppedAttributesCount"), "droppedAttributesCount"),
     )
 
 
@@ -120,82 +155,29 @@ _HEX = frozenset("0123456789abcdefABCDEF")
 
 
 def hex_id(value: Any, size: int) -> str:
-    """An id as lowercase hex: OTLP/JSON writes hex, Tempo writes base64."""
-    text = _str(value)
-    if not text:
+    """An id of ``size`` bytes as lowercase hex; the empty id stays empty.
+
+    OTLP/JSON writes hex; Tempo and protobuf's own JSON mapping write base64.
+    A 16-hex-digit trace id is a 64-bit Jaeger/Zipkin id: its high half is zero.
+    """
+    raw_text = text(value, "an id string")
+    if not raw_text:
         return ""
-    if len(text) == size * 2 and _HEX.issuperset(text):
-        return text.lower()
-    if len(text) == size and _HEX.issuperset(text) and size == 16:
-        # Jaeger's 64-bit trace ids: the high half is zero.
-        return text.lower().rjust(32, "0")
+    if _HEX.issuperset(raw_text):
+        if len(raw_text) == size * 2:
+            return raw_text.lower()
+        if size == 16 and len(raw_text) == 16:
+            return raw_text.lower().rjust(32, "0")
     try:
-        raw = base64.b64decode(text, validate=True)
+        decoded = base64.b64decode(raw_text, validate=True)
     except (binascii.Error, ValueError):
-        raw = b""
-    if len(raw) == size:
-        return raw.hex()
-    raise MalformedTrace(f"id {text!r} is neither {size * 2} hex digits nor {size} base64-encoded bytes")
+        decoded = b""
+    if len(decoded) == size:
+        return decoded.hex()
+    raise MalformedTrace(f"id {raw_text!r:.60} is neither {size * 2} hex digits nor {size} bytes in base64")
 
 
-def _enum(value: Any, names: Mapping[str, int]) -> int:
+def _enum(value: Any, names: Mapping[str, int], what: str) -> int:
     if isinstance(value, str) and value in names:
         return names[value]
-    return _int(value)
-
-
-def _obj(value: Any) -> Mapping[str, Any]:
-    if not isinstance(value, Mapping):
-        raise MalformedTrace(f"expected a JSON object, found {type(value).__name__}")
-    return value
-
-
-def _list(value: Any) -> list[Any]:
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise MalformedTrace(f"expected a JSON array, found {type(value).__name__}")
-    return value
-
-
-def _str(value: Any) -> str:
-    if not isinstance(value, str):
-        raise MalformedTrace(f"expected a string, found {value!r:.60}")
-    return value
-
-
-def _int(value: Any) -> int:
-    if isinstance(value, bool):
-        raise MalformedTrace(f"expected an integer, found {value!r}")
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str):
-        try:
-            return int(value)
-        except ValueError:
-            pass
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    raise MalformedTrace(f"expected an integer, found {value!r:.60}")
-
-
-def _float(value: Any) -> float:
-    if isinstance(value, bool):
-        raise MalformedTrace(f"expected a number, found {value!r}")
-    if isinstance(value, (int, float)):
-        return float(value)
-    if isinstance(value, str) and value in ("NaN", "Infinity", "-Infinity"):
-        return float(value.replace("Infinity", "inf"))
-    if isinstance(value, str):
-        try:
-            return float(value)
-        except ValueError:
-            pass
-    raise MalformedTrace(f"expected a number, found {value!r:.60}")
-
-
-def _bytes(value: Any) -> bytes:
-    try:
-        return base64.b64decode(_str(value), validate=True)
-    except (binascii.Error, ValueError):
-        raise MalformedTrace(f"bytesValue {value!r:.60} is not base64") from None
+    return integer(value, what)

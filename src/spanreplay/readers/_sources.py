@@ -1,18 +1,20 @@
-"""Sources (files, directories, globs, stdin) and format sniffing, streaming.
+"""Sources (files, directories, globs, stdin), format sniffing and error wording.
 
 The format is chosen from the content, never the file name: gzip by its magic
-bytes, JSON lines when the first line is a complete JSON object, otherwise one
-JSON document; inside a document its keys tell OTLP from Jaeger.
+bytes; JSON lines when the first line is a complete JSON value; otherwise one
+JSON document; inside a document its keys tell OTLP from Jaeger. Every failure
+leaves here as a ``TraceFormatError`` that names the file (and line) and the fix.
 """
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import gzip
 import io
 import os
 import sys
-import warnings
+import zlib
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
@@ -22,27 +24,38 @@ import orjson
 from .._spans import SpanRecord
 from ..errors import TraceFormatError
 from . import _jaeger_json, _otlp_json
-from ._otlp_json import MalformedTrace
+from ._base import MalformedTrace, NotATrace, warn
+from ._lines import matching_lines
 
 STDIN = "-"
+STDIN_NAME = "<stdin>"
 _GZIP_MAGIC = b"\x1f\x8b"
+_BOM = b"\xef\xbb\xbf"
 _GLOB_CHARS = frozenset("*?[")
 _OTHER_SIGNALS = ("resourceLogs", "resourceMetrics", "resourceProfiles")
-
-
-class SpanReplayWarning(UserWarning):
-    """Something in a source that spanreplay read past (a torn last line, say)."""
+_FORMATS = "spanreplay reads OTLP/JSON (JSON lines or one document, optionally gzip) and Jaeger JSON"
 
 
 def expand(source: str | os.PathLike[str]) -> list[str]:
     """The files a source names: itself, a directory's files (recursively), a glob's matches."""
+    return _files(source)[0]
+
+
+def _files(source: str | os.PathLike[str]) -> tuple[list[str], bool]:
+    """The files, and whether the user named this one file (so it must be a trace)."""
     text = os.fspath(source)
     if text == STDIN:
-        return [STDIN]
+        return [STDIN], True
+    if "\0" in text:
+        raise TraceFormatError(
+            f"{text!r} is not a path (it holds a NUL character); pass a trace file, a directory or a glob."
+        )
     path = Path(text)
     if path.is_dir():
         files = sorted(
-            str(p) for p in path.rglob("*") if p.is_file() and not any(part.startswith(".") for part in p.relative_to(path).parts)
+            str(p)
+            for p in path.rglob("*")
+            if p.is_file() and not any(part.startswith(".") for part in p.relative_to(path).parts)
         )
         if not files:
             raise TraceFormatError(
@@ -50,151 +63,252 @@ def expand(source: str | os.PathLike[str]) -> list[str]:
                 "point at the directory the traces were written to (default ./traces).",
                 source=text,
             )
-        return files
-    if path.is_file():
-        return [text]
+        return files, False
+    if path.exists():
+        return [text], True  # a file, or a pipe such as bash's <(zcat runs.jsonl.gz)
     if _GLOB_CHARS & set(text):
         files = sorted(p for p in glob.glob(text, recursive=True) if os.path.isfile(p))
         if not files:
-            raise TraceFormatError(f"The pattern {text} matches no files; check the path and quote the pattern.", source=text)
-        return files
-    raise TraceFormatError(f"No such file or directory: {text}; pass a trace file, a directory, a glob or - for stdin.", source=text)
+            raise TraceFormatError(
+                f"The pattern {text} matches no files; check the path and quote the pattern.", source=text
+            )
+        return files, False
+    raise TraceFormatError(
+        f"No such file or directory: {text}; pass a trace file, a directory, a glob or - for stdin.", source=text
+    )
 
 
 def iter_spans(source: str | os.PathLike[str], *, contains: bytes | None = None) -> Iterator[SpanRecord]:
     """Every span in a source, file by file, line by line.
 
+    Files in a directory or a glob that are not traces at all (a README, a
+    config file) are skipped with a SpanReplayWarning; a file named on its own
+    must be a trace.
+
     Args:
         contains: in JSON-lines files, skip lines that do not contain these bytes
-            without parsing them (a run id: filtering one run costs a substring
-            search per line, not a JSON parse).
+            without parsing them (a quoted run id: filtering one run costs a
+            substring search, not a JSON parse). It must not contain a newline.
+
+    Raises:
+        TraceFormatError: a source that cannot be read, naming the file and line.
     """
-    files = expand(source)
-    explicit = len(files) == 1
+    files, explicit = _files(source)
     for name in files:
         yield from read_file(name, contains=contains, explicit=explicit)
 
 
 def read_file(name: str, *, contains: bytes | None = None, explicit: bool = True) -> Iterator[SpanRecord]:
-    with _open(name) as stream:
-        head = _peek(stream)
-        first = head.lstrip()[:1]
-        if first not in (b"{", b"["):
-            if not explicit:
-                warnings.warn(f"Skipped {name}: not a trace file (it does not start with JSON).", SpanReplayWarning, stacklevel=2)
-                return
-            shown = head[:20]
-            raise TraceFormatError(
-                f"{name} is not a trace file: it starts with {shown!r}, not JSON. spanreplay reads "
-                "OTLP/JSON (lines or one document, optionally gzip) and Jaeger JSON.",
-                source=name,
-            )
-        if _first_line_is_document(head):
-            yield from _read_lines(name, stream, contains)
-        else:
-            yield from _read_document(name, stream)
+    """Every span in one file (``-`` is stdin), streamed.
 
-
-def _open(name: str) -> IO[bytes]:
-    if name == STDIN:
-        raw: IO[bytes] = io.BufferedReader(io.FileIO(os.dup(sys.stdin.fileno()), "rb"))
-    else:
+    Args:
+        contains: see ``iter_spans``.
+        explicit: the user named this file; when False, a file that is not a
+            trace is skipped with a warning instead of failing.
+    """
+    shown = STDIN_NAME if name == STDIN else name
+    with _open(name, shown) as stream:
         try:
-            raw = open(name, "rb")  # noqa: SIM115 (closed by the caller's with)
-        except OSError as exc:
-            raise TraceFormatError(f"Cannot open {name}: {exc.strerror}; check the path and its permissions.", source=name) from None
-    magic = raw.peek(2)[:2] if isinstance(raw, io.BufferedReader) else b""
-    if magic == _GZIP_MAGIC:
-        return gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[return-value]
-    return raw
+            yield from _read(shown, stream, contains, explicit)
+        except EOFError:
+            # A gzip stream that ends early: the writer was stopped mid-file.
+            warn(f"{shown} ends in the middle of its gzip stream (the writer was stopped); read everything before it.")
+        except (OSError, zlib.error) as exc:
+            raise TraceFormatError(
+                f"{shown} cannot be read: {exc}. If it is gzip, it is damaged; export or copy it again.",
+                source=shown,
+            ) from None
 
 
-def _peek(stream: IO[bytes]) -> bytes:
-    peek = getattr(stream, "peek", None)
-    data: bytes = peek(65536) if peek is not None else b""
-    return data
-
-
-def _first_line_is_document(head: bytes) -> bool:
-    line, newline, _ = head.lstrip().partition(b"\n")
-    if not newline and len(head) >= 65536:
-        return False  # a first line longer than the peek: treat the file as one document
+@contextlib.contextmanager
+def _open(name: str, shown: str) -> Iterator[IO[bytes]]:
+    raw: IO[bytes]
     try:
-        return isinstance(orjson.loads(line), dict)
-    except orjson.JSONDecodeError:
-        return False
+        raw = _stdin() if name == STDIN else open(name, "rb")  # noqa: SIM115 (closed below)
+    except OSError as exc:
+        raise TraceFormatError(
+            f"Cannot open {shown}: {exc.strerror or exc}; check the path and its permissions.", source=shown
+        ) from None
+    with raw:
+        try:
+            magic = _peek(raw, 2)
+        except OSError as exc:
+            raise TraceFormatError(f"Cannot read {shown}: {exc.strerror or exc}.", source=shown) from None
+        if magic[:2] == _GZIP_MAGIC:
+            with gzip.GzipFile(fileobj=raw, mode="rb") as unzipped:
+                yield unzipped  # type: ignore[misc]
+        else:
+            yield raw
 
 
-def _read_lines(name: str, stream: IO[bytes], contains: bytes | None) -> Iterator[SpanRecord]:
+def _stdin() -> IO[bytes]:
+    try:
+        fd = os.dup(sys.stdin.fileno())
+    except (AttributeError, OSError, ValueError):
+        buffer = getattr(sys.stdin, "buffer", None)
+        if buffer is None:
+            raise OSError("stdin is not open for reading") from None
+        # Wrapped so that closing our reader leaves the process's stdin open.
+        return io.BufferedReader(_Unclosed(buffer))
+    # A duplicate descriptor: closing it leaves the process's stdin open.
+    return io.BufferedReader(io.FileIO(fd, "rb"))
+
+
+class _Unclosed(io.RawIOBase):
+    def __init__(self, inner: IO[bytes]) -> None:
+        self._inner = inner
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        data = self._inner.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+
+def _peek(stream: IO[bytes], size: int) -> bytes:
+    peek = getattr(stream, "peek", None)
+    return bytes(peek(size)) if peek is not None else b""
+
+
+def _read(name: str, stream: IO[bytes], contains: bytes | None, explicit: bool) -> Iterator[SpanRecord]:
+    first, lineno = _first_line(stream)
+    if first is None:
+        if explicit:
+            raise TraceFormatError(f"{name} is empty: it holds no trace. {_FORMATS}.", source=name)
+        warn(f"Skipped {name}: it is empty.")
+        return
+    if first[:1] not in (b"{", b"["):
+        if explicit:
+            raise TraceFormatError(
+                f"{name} is not a trace file: it starts with {first[:20]!r}, not JSON. {_FORMATS}.", source=name
+            )
+        warn(f"Skipped {name}: not a trace file (it does not start with JSON).")
+        return
+    try:
+        doc = orjson.loads(first)
+    except orjson.JSONDecodeError as exc:
+        if not first.endswith(b"\n") and _cut_short(exc, first):
+            # One line, cut short: the writer was killed while writing its only span.
+            warn(f"{name}:{lineno}: the only line is cut short (the writer was stopped while writing it).")
+            return
+        # Not one value per line: a JSON document spread over many lines.
+        yield from _read_document(name, first + stream.read(), explicit)
+        return
+    try:
+        yield from _spans(doc, name, lineno)
+    except NotATrace as exc:
+        if explicit:
+            raise _format_error(exc, name, lineno) from None
+        warn(f"Skipped {name}: {exc}, so it is not a trace file.")
+        return
+    except MalformedTrace as exc:
+        raise _format_error(exc, name, lineno) from None
+    yield from _read_lines(name, stream, contains, lineno + 1)
+
+
+def _first_line(stream: IO[bytes]) -> tuple[bytes | None, int]:
+    """The first line that is not blank (a leading byte order mark removed), and its number."""
     lineno = 0
-    for line in stream:
+    for line in iter(stream.readline, b""):
         lineno += 1
-        if contains is not None and contains not in line:
-            continue
-        if not line.strip():
+        if lineno == 1 and line.startswith(_BOM):
+            line = line[len(_BOM) :]
+        stripped = line.lstrip()
+        if stripped:
+            return stripped, lineno
+    return None, lineno
+
+
+def _cut_short(exc: orjson.JSONDecodeError, line: bytes) -> bool:
+    """The parser ran out of input: the text is a prefix of valid JSON, not a syntax error."""
+    return exc.pos >= len(line.rstrip())
+
+
+def _read_lines(name: str, stream: IO[bytes], contains: bytes | None, start: int) -> Iterator[SpanRecord]:
+    for lineno, line in matching_lines(stream, contains, start=start):
+        if line.isspace():
             continue
         try:
             doc = orjson.loads(line)
         except orjson.JSONDecodeError as exc:
-            if not line.endswith(b"\n"):
-                warnings.warn(
-                    f"{name}:{lineno}: the last line is cut short (the writer was killed while "
-                    "writing it); read everything before it.",
-                    SpanReplayWarning,
-                    stacklevel=3,
+            if not line.endswith(b"\n") and _cut_short(exc, line):
+                warn(
+                    f"{name}:{lineno}: the last line is cut short (the writer was stopped while "
+                    "writing it); read everything before it."
                 )
                 return
             raise TraceFormatError(
-                f"{name}:{lineno}: not valid JSON ({exc}); each line of an OTLP/JSON-lines file "
-                "must be one complete JSON object. Remove or repair that line.",
+                f"{name}:{lineno}: not valid JSON ({exc.msg} at column {exc.colno}); each line of an "
+                "OTLP/JSON-lines file must be one complete JSON object. Remove or repair that line.",
                 source=name,
                 line=lineno,
             ) from None
-        yield from _spans(doc, name, lineno)
+        try:
+            yield from _spans(doc, name, lineno)
+        except MalformedTrace as exc:
+            raise _format_error(exc, name, lineno) from None
 
 
-def _read_document(name: str, stream: IO[bytes]) -> Iterator[SpanRecord]:
+def _read_document(name: str, data: bytes, explicit: bool) -> Iterator[SpanRecord]:
     try:
-        doc = orjson.loads(stream.read())
+        doc = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
         raise TraceFormatError(
-            f"{name}:{exc.lineno}: not valid JSON ({exc.msg} at column {exc.colno}); repair the file "
-            "or export it again.",
+            f"{name}:{exc.lineno}: not valid JSON ({exc.msg} at column {exc.colno}); "
+            "repair the file or export it again.",
             source=name,
             line=exc.lineno,
         ) from None
-    except (OSError, EOFError) as exc:
-        raise TraceFormatError(f"{name}: cannot be read ({exc}); the file is damaged or cut short.", source=name) from None
-    yield from _spans(doc, name, None)
+    try:
+        yield from _spans(doc, name, None)
+    except NotATrace as exc:
+        if explicit:
+            raise _format_error(exc, name, None) from None
+        warn(f"Skipped {name}: {exc}, so it is not a trace file.")
+    except MalformedTrace as exc:
+        raise _format_error(exc, name, None) from None
+
+
+def _format_error(exc: MalformedTrace, name: str, lineno: int | None) -> TraceFormatError:
+    where = f"{name}:{lineno}" if lineno is not None else name
+    if isinstance(exc, NotATrace):
+        return TraceFormatError(f"{where} is not a trace: {exc}. {_FORMATS}.", source=name, line=lineno)
+    return TraceFormatError(
+        f"{where} is not a trace spanreplay can read: {exc}. Export the trace again; {_FORMATS}.",
+        source=name,
+        line=lineno,
+    )
 
 
 def _spans(doc: Any, name: str, lineno: int | None) -> Iterator[SpanRecord]:
     origin = f"{name}:{lineno}" if lineno is not None else name
-    try:
-        if not isinstance(doc, Mapping):
-            raise MalformedTrace(f"the top level is a JSON {type(doc).__name__}, not an object")
+    if isinstance(doc, list):
+        # Some tools save a list of traces (Jaeger) or of OTLP documents.
+        if not all(isinstance(item, Mapping) for item in doc):
+            raise NotATrace("its top level is an array of something other than trace objects")
+        for item in doc:
+            yield from _dispatch(item, origin)
+    elif isinstance(doc, Mapping):
         yield from _dispatch(doc, origin)
-    except MalformedTrace as exc:
-        raise TraceFormatError(
-            f"{origin}: not a trace spanreplay can read: {exc}. spanreplay reads OTLP/JSON "
-            "(resourceSpans) and Jaeger JSON (data/spans).",
-            source=name,
-            line=lineno,
-        ) from None
+    else:
+        raise NotATrace(f"its top level is a JSON {type(doc).__name__}, not an object")
 
 
 def _dispatch(doc: Mapping[str, Any], origin: str) -> Iterator[SpanRecord]:
+    result, trace = doc.get("result"), doc.get("trace")
     if "resourceSpans" in doc or "batches" in doc:
         yield from _otlp_json.spans_from_document(doc, origin)
-    elif isinstance(doc.get("result"), Mapping) and "resourceSpans" in doc["result"]:
-        yield from _otlp_json.spans_from_document(doc["result"], origin)  # Jaeger api/v3
-    elif isinstance(doc.get("trace"), Mapping):
-        yield from _otlp_json.spans_from_document(doc["trace"], origin)  # Tempo api/v2
+    elif isinstance(result, Mapping) and "resourceSpans" in result:
+        yield from _otlp_json.spans_from_document(result, origin)  # Jaeger api/v3
+    elif isinstance(trace, Mapping) and ("resourceSpans" in trace or "batches" in trace):
+        yield from _otlp_json.spans_from_document(trace, origin)  # Tempo api/v2
     elif isinstance(doc.get("data"), list) or _jaeger_json.is_jaeger_trace(doc):
-        for trace in _jaeger_json.traces_of(doc):
-            yield from _jaeger_json.spans_from_trace(_otlp_json._obj(trace), origin)
+        for jaeger_trace in _jaeger_json.traces_of(doc):
+            yield from _jaeger_json.spans_from_trace(jaeger_trace, origin)
     elif any(key in doc for key in _OTHER_SIGNALS):
         return  # OTLP logs, metrics or profiles: a valid file that holds no spans
     else:
         keys = ", ".join(sorted(map(str, doc))[:6]) or "none"
-        raise MalformedTrace(f"its top-level keys ({keys}) are neither OTLP's resourceSpans nor Jaeger's data/spans")
+        raise NotATrace(f"its top-level keys ({keys:.200}) are neither OTLP's resourceSpans nor Jaeger's data/spans")
