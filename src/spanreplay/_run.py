@@ -15,7 +15,8 @@ import os
 import re
 import secrets
 import threading
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from contextlib import contextmanager
 from contextvars import ContextVar, Token
 from datetime import datetime, timezone
 from types import TracebackType
@@ -30,7 +31,7 @@ from . import _codec
 from . import _semconv as sc
 from ._config import settings
 from ._context import current_run_id
-from ._events import ErrorInfo, EventLog
+from ._events import ErrorInfo, Event, EventLog
 from ._replay import ReplayEngine
 from .errors import ConfigurationError, OutcomeChangedError, ReplayDivergenceError
 
@@ -39,7 +40,7 @@ logger = logging.getLogger("spanreplay")
 T = TypeVar("T")
 Decoder = Callable[[Any], Any]
 
-__all__ = ["Mode", "Run", "boundary", "current_run", "record", "replay"]
+__all__ = ["Call", "Mode", "Run", "boundary", "current_run", "record", "replay"]
 
 
 class Mode(str, enum.Enum):
@@ -93,7 +94,23 @@ def current_run() -> Run | None:
     if run is not None:
         return run
     with _open_lock:
-        return _open_runs[0] if len(_open_runs) == 1 else None
+        only = _open_runs[0] if len(_open_runs) == 1 else None
+    if only is not None:
+        return only
+    factory = _process_run_factory
+    return factory() if factory is not None else None
+
+
+# Zero-code mode (SPANREPLAY_MODE) installs a factory that opens one process-wide
+# run the first time a boundary finds no run, so a process that opens runs itself
+# never gets an empty extra run.
+_process_run_factory: Callable[[], Run | None] | None = None
+
+
+def set_process_run_factory(factory: Callable[[], Run | None] | None) -> None:
+    """Install (or remove, with None) the factory ``current_run()`` falls back to."""
+    global _process_run_factory
+    _process_run_factory = factory
 
 
 def _is_async(fn: Callable[..., Any]) -> bool:
@@ -114,6 +131,8 @@ class Run:
         self._seq = itertools.count(1)
         self._root = _Scope(self, "", None)
         self._tokens: list[tuple[Token[Run | None], Token[_Scope | None], Token[str | None], object]] = []
+        # Calls started with begin() and not yet finished; the run ends them when it ends.
+        self._pending_calls: dict[int, Call] = {}
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.run_id} mode={self.mode.value}>"
@@ -132,6 +151,29 @@ class Run:
     ) -> T:
         """Run ``fn`` as boundary ``kind``/``key`` of this run; see ``spanreplay.boundary``."""
         raise NotImplementedError
+
+    def begin(
+        self,
+        kind: str,
+        key: str,
+        input: Any,
+        *,
+        attributes: dict[str, Any] | None = None,
+        span_name: str | None = None,
+    ) -> Call:
+        """Start boundary ``kind``/``key`` whose work ends later than the function that starts it.
+
+        For work that outlives one call, such as a response stream that the agent
+        reads after the request returned. The call id and seq are taken now. In
+        record mode the span stays open until ``Call.finish()`` or ``Call.fail()``
+        (or the run's end); in replay mode ``Call.recorded`` holds the recorded
+        event (or the divergence error is raised here) and the real work must not run.
+        """
+        raise NotImplementedError
+
+    def _end_pending_calls(self) -> None:
+        for call in list(self._pending_calls.values()):
+            call.abandon()
 
     def _scope(self) -> _Scope:
         scope = _current_scope.get()
@@ -160,6 +202,34 @@ class Run:
 
     def _context_run_id(self) -> str | None:
         return self.run_id
+
+    def enter_process_wide(self) -> Run:
+        """Open the run for the whole process rather than for the calling context.
+
+        ``current_run()`` then finds it from every thread and task that has no run
+        of its own. Zero-code mode opens its run this way, on first use, from
+        whatever task or thread makes the first call. End it with ``exit_process_wide``.
+        """
+        self.__enter__()
+        # Unbind it from this context again: a context variable set inside one task
+        # would be invisible to the others and could not be reset from another context.
+        run_token, scope_token, id_token, otel_token = self._tokens.pop()
+        current_run_id.reset(id_token)
+        _current_scope.reset(scope_token)
+        _current_run.reset(run_token)
+        if otel_token is not None:
+            otel_context.detach(cast(Any, otel_token))
+        return self
+
+    def exit_process_wide(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool | None:
+        """End a run opened with ``enter_process_wide`` (at interpreter exit, say)."""
+        with _open_lock:
+            if self in _open_runs:
+                _open_runs.remove(self)
+        self._activate(self._root.context)
+        return self.__exit__(exc_type, exc, tb)
 
     def __enter__(self) -> Run:
         raise NotImplementedError
@@ -216,6 +286,7 @@ class RecordingRun(Run):
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
+        self._end_pending_calls()
         span = self._span
         try:
             if span is not None:
@@ -348,6 +419,25 @@ class RecordingRun(Run):
         except Exception:
             self._internal_failure("finish a boundary span")
 
+    def begin(
+        self,
+        kind: str,
+        key: str,
+        input: Any,
+        *,
+        attributes: dict[str, Any] | None = None,
+        span_name: str | None = None,
+    ) -> Call:
+        scope = self._scope()
+        call_id = scope.next_call_id(kind, key)
+        seq = next(self._seq)
+        span, child = self._start(scope, call_id, seq, kind, key, input, attributes)
+        if span is not None and span_name is not None:
+            span.update_name(span_name)
+        call = Call(self, kind, key, call_id, seq, child, span=span)
+        self._pending_calls[id(call)] = call
+        return call
+
 
 class ReplayingRun(Run):
     """A run in replay mode: every boundary is served from the recording.
@@ -441,6 +531,21 @@ class ReplayingRun(Run):
             return cast(T, _served_async(event.error, event.output_json, decode))
         return cast(T, _served(event.error, event.output_json, decode))
 
+    def begin(
+        self,
+        kind: str,
+        key: str,
+        input: Any,
+        *,
+        attributes: dict[str, Any] | None = None,
+        span_name: str | None = None,
+    ) -> Call:
+        scope = self._scope()
+        call_id = scope.next_call_id(kind, key)
+        seq = next(self._seq)
+        event = self.engine.take(scope.call_id, call_id, kind, key, seq, _codec.encode_input(input))
+        return Call(self, kind, key, call_id, seq, _Scope(self, call_id, None), recorded=event)
+
 
 def _served(error: ErrorInfo | None, output_json: bytes | None, decode: Decoder | None) -> Any:
     if error is not None:
@@ -451,6 +556,128 @@ def _served(error: ErrorInfo | None, output_json: bytes | None, decode: Decoder 
 
 async def _served_async(error: ErrorInfo | None, output_json: bytes | None, decode: Decoder | None) -> Any:
     return _served(error, output_json, decode)
+
+
+class Call:
+    """A boundary started with ``Run.begin()``: open until ``finish()`` or ``fail()``.
+
+    Record mode: the span carries the input from the start; ``finish(output)``
+    or ``fail(exc)`` writes the outcome and ends it. The first of them wins and
+    later ones do nothing, so every exit path of a stream may call them. A call
+    still open when its run ends is ended then, through ``on_abandon`` when set.
+
+    Replay mode: ``recorded`` is the recorded Event; ``finish`` and ``fail`` do
+    nothing. ``activate()`` makes boundaries started inside the call nest under
+    it in both modes.
+    """
+
+    __slots__ = ("_lock", "_span", "call_id", "ended", "key", "kind", "on_abandon", "recorded", "run", "scope", "seq")
+
+    def __init__(
+        self,
+        run: Run,
+        kind: str,
+        key: str,
+        call_id: str,
+        seq: int,
+        scope: _Scope,
+        *,
+        span: trace.Span | None = None,
+        recorded: Event | None = None,
+    ) -> None:
+        self.run = run
+        self.kind = kind
+        self.key = key
+        self.call_id = call_id
+        self.seq = seq
+        self.scope = scope
+        self.recorded = recorded
+        self.ended = recorded is not None
+        self.on_abandon: Callable[[], None] | None = None
+        self._span = span
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"<Call {self.call_id} seq={self.seq} ended={self.ended}>"
+
+    @property
+    def replaying(self) -> bool:
+        return self.recorded is not None
+
+    @contextmanager
+    def activate(self) -> Iterator[None]:
+        """Run a block as this call's work: nested boundaries get call ids under it."""
+        scope_token = _current_scope.set(self.scope)
+        otel_token = otel_context.attach(self.scope.context) if self.scope.context is not None else None
+        try:
+            yield
+        finally:
+            if otel_token is not None:
+                otel_context.detach(otel_token)
+            _current_scope.reset(scope_token)
+
+    def set_attributes(self, attributes: dict[str, Any]) -> None:
+        """Add span attributes (token counts, response ids) while the call is open."""
+        span = self._span
+        if span is None or self.ended or not attributes:
+            return
+        try:
+            span.set_attributes(attributes)
+        except Exception:
+            self._failure("set attributes on")
+
+    def finish(self, output: Any, *, attributes: dict[str, Any] | None = None) -> None:
+        """Record ``output`` and end the span (record mode; the first end wins)."""
+        if not self._claim():
+            return
+        self.set_attributes_unchecked(attributes)
+        assert isinstance(self.run, RecordingRun)
+        self.run._finish(self._span, output, None)
+
+    def fail(self, exc: BaseException, *, output: Any = None, attributes: dict[str, Any] | None = None) -> None:
+        """Record ``exc`` (and ``output`` too, when the failed work produced some) and end the span."""
+        if not self._claim():
+            return
+        self.set_attributes_unchecked(attributes)
+        span = self._span
+        if span is not None and output is not None:
+            try:
+                span.set_attributes(_codec.payload_attributes(sc.OUTPUT, _codec.encode_output(output)))
+            except Exception:
+                self._failure("record the output of")
+        assert isinstance(self.run, RecordingRun)
+        self.run._finish(span, None, exc)
+
+    def abandon(self) -> None:
+        """End a call left open when its run ends (``on_abandon`` decides how)."""
+        hook = self.on_abandon
+        if hook is not None and not self.ended:
+            try:
+                hook()
+            except Exception:
+                self._failure("end the abandoned")
+        self.finish(None)
+
+    def set_attributes_unchecked(self, attributes: dict[str, Any] | None) -> None:
+        if self._span is None or not attributes:
+            return
+        try:
+            self._span.set_attributes(attributes)
+        except Exception:
+            self._failure("set attributes on")
+
+    def _claim(self) -> bool:
+        with self._lock:
+            if self.ended:
+                return False
+            self.ended = True
+        self.run._pending_calls.pop(id(self), None)
+        return True
+
+    def _failure(self, what: str) -> None:
+        run = self.run
+        if isinstance(run, RecordingRun):
+            run._internal_failure(f"{what} call {self.call_id}")
 
 
 def _same_error(recorded: ErrorInfo, exc: BaseException) -> bool:
