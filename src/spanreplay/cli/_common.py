@@ -1,0 +1,155 @@
+"""What every command shares: exit codes, consoles, and the formatting of runs and steps."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+import click
+import orjson
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from .._events import RunSummary
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.trace import TracerProvider
+
+# Exit codes. replay uses all of them; the other commands use OK and BAD_INPUT.
+EXIT_OK = 0
+EXIT_REPRODUCED = 1
+EXIT_BAD_INPUT = 2
+EXIT_DIVERGED = 3
+# spanreplay itself failed: a bug, never a verdict on the run.
+EXIT_INTERNAL = 4
+EXIT_INTERRUPTED = 130
+
+# Narrower previews than this are not worth a table column.
+MIN_PREVIEW = 16
+
+STATUS_STYLES = {"ok": "green", "error": "red", "crashed": "magenta", "running": "yellow"}
+
+# Width used when the output is not a terminal (a pipe, a file, a test): wide
+# enough that run ids and call ids are never folded across lines.
+_PIPE_WIDTH = 200
+
+
+@dataclass
+class CliState:
+    """Settings shared by the commands of one invocation (``click.Context.obj``).
+
+    Attributes:
+        debug: show tracebacks instead of one-sentence errors.
+        tracer_provider: the SDK provider ``spanreplay demo`` records through;
+            None uses the global one (created on first use). Code that embeds
+            the CLI in a process that already has its own provider passes it here.
+    """
+
+    debug: bool = False
+    tracer_provider: TracerProvider | None = None
+
+
+class BadInput(click.ClickException):
+    """A command-line value that cannot be used: exits 2, like a click usage error."""
+
+    exit_code = EXIT_BAD_INPUT
+
+    def show(self, file: Any = None) -> None:
+        error_console().print(Text.assemble(("error: ", "bold red"), self.format_message()), soft_wrap=True)
+
+
+def _width(stream: Any) -> int | None:
+    isatty = getattr(stream, "isatty", None)
+    if (isatty is not None and isatty()) or "COLUMNS" in os.environ:
+        return None
+    return _PIPE_WIDTH
+
+
+def console() -> Console:
+    """A console on the current stdout (click's test runner swaps it, so look it up each time)."""
+    return Console(file=sys.stdout, highlight=False, soft_wrap=True, width=_width(sys.stdout))
+
+
+def error_console() -> Console:
+    return Console(file=sys.stderr, highlight=False, soft_wrap=True, width=_width(sys.stderr))
+
+
+def warn(message: str) -> None:
+    error_console().print(Text.assemble(("warning: ", "bold yellow"), message), soft_wrap=True)
+
+
+def print_json(value: Any) -> None:
+    """JSON for scripts: plain text on stdout, never wrapped or coloured."""
+    click.echo(orjson.dumps(value, option=orjson.OPT_INDENT_2, default=str).decode())
+
+
+def status_text(status: str) -> Text:
+    return Text(status, style=STATUS_STYLES.get(status, ""))
+
+
+def format_time(moment: datetime | None) -> str:
+    return moment.strftime("%Y-%m-%d %H:%M:%S UTC") if moment else "-"
+
+
+def format_duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    if seconds < 1:
+        return f"{seconds * 1000:.1f} ms"
+    return f"{seconds:.2f} s"
+
+
+def preview(text: str, limit: int = 48) -> str:
+    """One line of at most ``limit`` characters."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
+def flexible_width(total: int, rows: Sequence[Sequence[str]], flexible: int, *, cap: int = 60) -> int:
+    """How wide each of ``flexible`` preview columns may be, after the columns in ``rows``.
+
+    rich shrinks every column of a table too wide for the terminal, ids included;
+    sizing the previews to what is left keeps ids whole (people copy them). When
+    the result is too small to be useful, the caller prints lines, not a table.
+    """
+    widths = [max(map(len, column)) for column in zip(*rows, strict=True)] if rows else []
+    columns = len(widths) + flexible
+    # show_edge=False: one space of padding each side of a cell, one rule between columns.
+    used = sum(w + 2 for w in widths) + 2 * flexible + columns - 1
+    return min(cap, (total - used) // flexible)
+
+
+def print_runs(out: Console, found: list[RunSummary]) -> None:
+    """The runs as a table, or as blocks of lines where the terminal is too narrow for one."""
+    rows = [
+        [
+            run.run_id,
+            run.agent or "-",
+            run.status,
+            str(run.steps),
+            format_time(run.started),
+            format_duration(run.duration_s),
+        ]
+        for run in found
+    ]
+    headers = ["run id", "agent", "status", "steps", "started", "duration"]
+    room = flexible_width(out.width, [headers, *rows], 1, cap=120)
+    if room < MIN_PREVIEW:
+        for run, row in zip(found, rows, strict=True):
+            out.print(Text.assemble((run.run_id, "bold"), "  ", status_text(run.status), f"  {run.steps} steps"))
+            out.print(f"  {row[1]}, started {row[4]}, took {row[5]}", markup=False)
+            if run.error:
+                out.print(Text.assemble("  ", (run.error, "red")))
+        return
+    table = Table(show_edge=False, header_style="bold")
+    for header in headers:
+        table.add_column(header, no_wrap=True, justify="right" if header in ("steps", "duration") else "left")
+    table.add_column("error", no_wrap=True)
+    for run, row in zip(found, rows, strict=True):
+        table.add_row(*row[:2], status_text(run.status), *row[3:], Text(preview(run.error or "", room), style="red"))
+    out.print(table)

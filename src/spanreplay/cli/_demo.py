@@ -1,0 +1,106 @@
+"""``spanreplay demo``: record the bundled agent until a run fails, then replay that failure."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+import click
+from rich.text import Text
+
+from .. import _demo
+from .._config import configure
+from .._loader import runs
+from .._run import record, replay
+from ._common import EXIT_REPRODUCED, CliState, console, print_runs
+from ._replay import failing_step, run_entry
+
+ENTRY = "spanreplay._demo:main"
+# Each run fails with probability _demo.FAILURE_RATE, so the chance that none of
+# these fails is (1 - 0.4) ** 25, about three in a million.
+MAX_ATTEMPTS = 25
+
+
+@click.command("demo")
+@click.option(
+    "--trace-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("traces"),
+    show_default=True,
+    help="Where the demo's trace files go.",
+)
+@click.pass_obj
+def demo_command(state: CliState, trace_dir: Path) -> None:
+    """Record a bundled help-desk agent until a run fails, then replay the failed run.
+
+    The agent needs no API key and no network: a scripted planner stands in for
+    the model, and its carrier-tracking tool times out now and then. The replay
+    raises the same timeout at the same step without calling a single real tool.
+    """
+    out = console()
+    configure(service_name="spanreplay-demo", trace_dir=trace_dir, tracer_provider=state.tracer_provider)
+    out.print(
+        Text.assemble(
+            ("Recording", "bold"),
+            f" the demo agent ({ENTRY}: a help-desk bot with a flaky carrier API, no model, no network) "
+            f"into {trace_dir}, until a run fails.",
+        )
+    )
+    recorded: list[str] = []
+    failed: str | None = None
+    for attempt in range(1, MAX_ATTEMPTS + 1):
+        run_id, answer, error = _record_once()
+        recorded.append(run_id)
+        if error is None:
+            out.print(Text.assemble(f"  run {attempt}  {run_id}  ", ("ok", "green"), f"     {answer}"))
+            continue
+        out.print(Text.assemble(f"  run {attempt}  {run_id}  ", ("error", "red"), f"  {type(error).__name__}: {error}"))
+        failed = run_id
+        break
+    if failed is None:
+        out.print(
+            f"No run failed in {MAX_ATTEMPTS} attempts, which happens about three times in a million; "
+            "run spanreplay demo again.",
+            markup=False,
+        )
+        raise click.exceptions.Exit(1)
+
+    out.print()
+    out.print(Text(f"spanreplay runs {trace_dir}", style="bold"))
+    print_runs(out, [r for r in runs(trace_dir) if r.run_id in recorded])
+    out.print()
+
+    _demo.real_calls.clear()
+    replaying = replay(trace_dir, failed)
+    out.print(
+        Text.assemble(
+            ("Replaying", "bold"),
+            f" {failed} with {ENTRY}: every tool, planner, clock and random call is served from the trace file.",
+        )
+    )
+    code = run_entry(replaying, _demo.main)
+    real = sum(_demo.real_calls.values())
+    out.print(f"Real tool calls during the replay: {real}.", markup=False)
+    step = failing_step(replaying.events)
+
+    d, r = shlex.quote(str(trace_dir)), shlex.quote(failed)
+    out.print()
+    out.print(Text("Next, try:", style="bold"))
+    out.print(f"  spanreplay runs {d}", markup=False)
+    out.print(f"  spanreplay show {d} {r}", markup=False)
+    if step is not None:
+        out.print(f"  spanreplay show {d} {r} --seq {step.seq}", markup=False)
+    out.print(f"  spanreplay replay {d} {r} --entry {ENTRY}", markup=False)
+    if code != EXIT_REPRODUCED or real:
+        raise click.exceptions.Exit(1)
+
+
+def _record_once() -> tuple[str, str | None, _demo.CarrierTimeout | None]:
+    """One recorded run of the demo agent: its id, and its answer or its failure."""
+    run_id = ""
+    try:
+        with record(agent=_demo.AGENT) as run:
+            run_id = run.run_id
+            return run_id, _demo.main(), None
+    except _demo.CarrierTimeout as exc:  # already recorded as the run's error when it got here
+        return run_id, None, exc

@@ -1,0 +1,238 @@
+"""``spanreplay replay SOURCE [RUN] --entry module:function``: run the agent against a recording."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import inspect
+import os
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import click
+from rich.text import Text
+
+from .. import _semconv as sc
+from .._events import Event, EventLog
+from .._run import ReplayingRun, replay
+from ..errors import ReplayDivergenceError
+from ._common import (
+    EXIT_BAD_INPUT,
+    EXIT_DIVERGED,
+    EXIT_OK,
+    EXIT_REPRODUCED,
+    BadInput,
+    console,
+    error_console,
+    preview,
+)
+
+_EPILOG = f"""\b
+Exit codes:
+  {EXIT_OK}  the replay completed and matched a recording that completed
+  {EXIT_REPRODUCED}  the recorded failure was reproduced (the same error at the same
+     step, or the point where a crashed run's process died)
+  {EXIT_BAD_INPUT}  bad input: an unreadable source, an unknown run, an --entry that
+     cannot be imported, a bad option
+  {EXIT_DIVERGED}  divergence: the code stopped matching the recording (a different
+     or extra call, a changed input, steps left over, another outcome)
+"""
+
+
+@click.command("replay", epilog=_EPILOG)
+@click.argument("source")
+@click.argument("run_id", metavar="[RUN]", required=False)
+@click.option(
+    "--entry",
+    required=True,
+    metavar="MODULE:FUNCTION",
+    help="The agent code to run, called with no arguments; the current directory is on sys.path. "
+    "Name the function that does the agent's work, not the one that opens spanreplay.record().",
+)
+@click.option(
+    "--ignore",
+    "ignore_paths",
+    multiple=True,
+    metavar="JSONPATH",
+    help="Leave this JSON path out of the input comparison (e.g. 'messages[*].timestamp'); repeatable.",
+)
+def replay_command(source: str, run_id: str | None, entry: str, ignore_paths: Sequence[str]) -> None:
+    """Replay run RUN from SOURCE: call the entry function while every boundary is
+    served from the recording. No tool, model, clock or random source is really called.
+
+    RUN may be left out when SOURCE holds a single run.
+    """
+    # The directory stays on sys.path for the whole replay: the agent may import lazily.
+    with _cwd_on_path():
+        function = load_entry(entry)
+        replaying = replay(source, run_id, ignore_paths=ignore_paths)
+        run_info = replaying.events.run
+        console().print(
+            Text.assemble(
+                ("Replaying ", "bold"),
+                run_info.run_id,
+                f" ({run_info.agent or 'agent'}, recorded ",
+                (run_info.status, "bold"),
+                f", {len(replaying.events)} steps) with {entry}",
+            )
+        )
+        code = run_entry(replaying, function)
+    raise click.exceptions.Exit(code)
+
+
+def run_entry(replaying: ReplayingRun, function: Callable[[], Any]) -> int:
+    """Run the entry under the replay and print the verdict; returns the exit code."""
+    out = console()
+    log = replaying.events
+    try:
+        with replaying:
+            result = function()
+            if inspect.iscoroutine(result):
+                result = asyncio.run(result)
+    except ReplayDivergenceError as exc:
+        if replaying.outcome == "reproduced":
+            # The recording ends where the crashed process died, and the code got there.
+            out.print(
+                Text.assemble(
+                    ("reproduced: ", "bold green"),
+                    f"the code reached seq {_last_seq(log)}, where the recorded process died "
+                    f"(run {log.run.status}); {replaying.engine.served} of {len(log)} recorded steps served, "
+                    "no real call made.",
+                )
+            )
+            return EXIT_REPRODUCED
+        error_console().print(Text.assemble(("diverged: ", "bold red"), str(exc)), soft_wrap=True)
+        return EXIT_DIVERGED
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # the agent's own failure: is it the recorded one?
+        if replaying.outcome != "reproduced":
+            error_console().print(
+                Text.assemble(("diverged: ", "bold red"), f"the replay ended with {type(exc).__qualname__}: {exc}"),
+                soft_wrap=True,
+            )
+            return EXIT_DIVERGED
+        out.print(Text.assemble(("reproduced: ", "bold green"), reproduced_sentence(replaying, exc)))
+        return EXIT_REPRODUCED
+    if log.run.status == sc.RUN_STATUS_CRASHED:
+        error_console().print(
+            Text.assemble(
+                ("diverged: ", "bold red"),
+                f"the recorded process died after seq {_last_seq(log)}, but the replay completed: the crash came "
+                "from outside the boundaries (a kill, running out of memory) or the code changed since.",
+            ),
+            soft_wrap=True,
+        )
+        return EXIT_DIVERGED
+    out.print(
+        Text.assemble(
+            ("completed: ", "bold green"),
+            f"the replay matched the recording; {replaying.engine.served} of {len(log)} recorded steps served, "
+            "no real call made.",
+        )
+    )
+    if result is not None:
+        out.print(Text.assemble(("returned: ", "bold"), preview(repr(result), 200)))
+    return EXIT_OK
+
+
+def failing_step(log: EventLog) -> Event | None:
+    """The step the recorded run failed at: the last one that raised the run's error."""
+    if log.run.error is None:
+        return None
+    wanted = str(log.run.error)
+    failed = [e for e in log if e.error is not None and str(e.error) == wanted]
+    return failed[-1] if failed else None
+
+
+def reproduced_sentence(replaying: ReplayingRun, exc: BaseException) -> str:
+    """Where the recorded failure happened and whether the replay got there the same way."""
+    log = replaying.events
+    served = replaying.engine.served
+    step = failing_step(log)
+    what = f"{type(exc).__qualname__}: {exc}"
+    if step is None:
+        # Raised by the code between boundaries, after the last recorded step.
+        return f"{what} was raised again after {served} of {len(log)} recorded steps, as recorded; no real call made."
+    # The steps started before the failing one, the failing one, and those nested in it.
+    before = sum(1 for e in log if e.seq <= step.seq or e.call_id.startswith(step.call_id + "/"))
+    where = f"seq {step.seq} ({step.kind} {step.key!r})"
+    if served == before:
+        return f"{what} was raised again at {where}, the step where the recorded run failed; no real call made."
+    return (
+        f"{what} was raised again, as recorded at {where}, but the replay asked for {served} of the "
+        f"{before} steps up to it; no real call made."
+    )
+
+
+def _last_seq(log: EventLog) -> int:
+    return log.events[-1].seq if len(log) else 0
+
+
+def load_entry(entry: str) -> Callable[[], Any]:
+    """The function ``module:function`` names, imported with the current directory on sys.path."""
+    module_name, sep, attr = entry.partition(":")
+    if not sep or not module_name or not attr:
+        raise BadInput(
+            f"--entry {entry!r} is not module:function; write it as e.g. --entry mypkg.agent:main "
+            "(a module importable from the current directory, and a function in it)."
+        )
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and (module_name + ".").startswith(exc.name + "."):
+            raise BadInput(
+                f"--entry {entry}: module {module_name} was not found in {os.getcwd()} or on sys.path; "
+                "run spanreplay from the directory that holds it, or install its package."
+            ) from exc
+        raise BadInput(f"--entry {entry}: importing {module_name} failed: {exc}; install what it imports.") from exc
+    except Exception as exc:
+        raise BadInput(
+            f"--entry {entry}: importing {module_name} raised {type(exc).__qualname__}: {exc}; fix the "
+            "module so that importing it works (--debug shows the traceback)."
+        ) from exc
+    target: Any = module
+    for part in attr.split("."):
+        target = getattr(target, part, None)
+        if target is None:
+            raise BadInput(
+                f"--entry {entry}: module {module_name} ({getattr(module, '__file__', '?')}) has no "
+                f"attribute {attr}; name a function defined in it."
+            )
+    if not callable(target):
+        raise BadInput(f"--entry {entry}: {attr} is a {type(target).__name__}, not a function; name a function.")
+    _check_no_required_arguments(entry, target)
+    function: Callable[[], Any] = target
+    return function
+
+
+def _check_no_required_arguments(entry: str, target: Callable[..., Any]) -> None:
+    try:
+        signature = inspect.signature(target)
+    except (TypeError, ValueError):  # builtins without a signature: let the call decide
+        return
+    required = [
+        p.name
+        for p in signature.parameters.values()
+        if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+    ]
+    if required:
+        raise BadInput(
+            f"--entry {entry} takes required arguments ({', '.join(required)}), but replay calls it with none; "
+            "point --entry at a function that runs the agent without arguments."
+        )
+
+
+@contextmanager
+def _cwd_on_path() -> Iterator[None]:
+    cwd = os.getcwd()
+    added = cwd not in sys.path and "" not in sys.path
+    if added:
+        sys.path.insert(0, cwd)
+    try:
+        yield
+    finally:
+        if added and cwd in sys.path:
+            sys.path.remove(cwd)

@@ -1,0 +1,31 @@
+"""``spanreplay runs SOURCE``: the runs a trace source holds."""
+
+from __future__ import annotations
+
+import click
+
+from .._loader import runs
+from ._common import console, print_json, print_runs
+
+
+@click.command("runs")
+@click.argument("source")
+@click.option("--json", "as_json", is_flag=True, help="Print the runs as a JSON array, for scripts.")
+def runs_command(source: str, as_json: bool) -> None:
+    """List the spanreplay runs in SOURCE, oldest first.
+
+    SOURCE is a trace file, a directory (searched recursively), a quoted glob,
+    or - for stdin: the durable files under ./traces, the OpenTelemetry
+    Collector's file exporter output, or a trace downloaded from Jaeger.
+    """
+    found = runs(source)
+    if as_json:
+        print_json([run.to_dict() for run in found])
+        return
+    out = console()
+    if not found:
+        out.print(f"no spanreplay runs in {source}", markup=False)
+        return
+    print_runs(out, found)
+    failed = sum(1 for run in found if run.status != "ok")
+    out.print(f"{len(found)} run(s), {failed} not ok", markup=False)

@@ -1,0 +1,213 @@
+"""``spanreplay show SOURCE [RUN]``: one run, step by step."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.json import JSON
+from rich.table import Table
+from rich.text import Text
+
+from .._events import ErrorInfo, Event, EventLog, RunInfo
+from .._loader import load
+from ._common import (
+    MIN_PREVIEW,
+    BadInput,
+    console,
+    flexible_width,
+    format_duration,
+    format_time,
+    preview,
+    print_json,
+    status_text,
+)
+
+
+@click.command("show")
+@click.argument("source")
+@click.argument("run_id", metavar="[RUN]", required=False)
+@click.option("--seq", type=click.IntRange(min=1), metavar="N", help="Print step N's full input and output (or error).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON, for scripts.")
+def show_command(source: str, run_id: str | None, seq: int | None, as_json: bool) -> None:
+    """Show run RUN from SOURCE: its header and one line per step.
+
+    RUN may be left out when SOURCE holds a single run; spanreplay runs SOURCE
+    lists them. Inputs and outputs are shown as recorded, that is masked.
+    """
+    log = load(source, run_id)
+    if seq is not None:
+        event = log.by_seq(seq)
+        if event is None:
+            raise BadInput(_no_such_step(log, seq))
+        if as_json:
+            print_json(step_dict(event))
+        else:
+            _print_step(event)
+        return
+    if as_json:
+        print_json({"run": run_dict(log.run), "steps": [step_dict(e) for e in log]})
+        return
+    _print_run(log)
+
+
+def _no_such_step(log: EventLog, seq: int) -> str:
+    if not len(log):
+        return f"Run {log.run_id} has no steps, so there is no seq {seq}; leave --seq out to see the run."
+    first, last = log.events[0].seq, log.events[-1].seq
+    return f"Run {log.run_id} has no step at seq {seq}; its steps run from seq {first} to {last}."
+
+
+def _duration(start_ns: int, end_ns: int) -> float | None:
+    return (end_ns - start_ns) / 1e9 if start_ns and end_ns else None
+
+
+def _iso(ns: int) -> str | None:
+    return datetime.fromtimestamp(ns / 1e9, tz=UTC).isoformat() if ns else None
+
+
+def error_dict(error: ErrorInfo | None) -> dict[str, Any] | None:
+    if error is None:
+        return None
+    return {"type": error.type_name, "module": error.module, "message": error.message, "fields": dict(error.fields)}
+
+
+def run_dict(run: RunInfo) -> dict[str, Any]:
+    return {
+        "run_id": run.run_id,
+        "agent": run.agent,
+        "status": run.status,
+        "error": error_dict(run.error),
+        "service_name": run.service_name,
+        "trace_id": run.trace_id,
+        "started": _iso(run.start_ns),
+        "duration_s": _duration(run.start_ns, run.end_ns),
+        "steps": run.steps,
+        "forked_from": run.forked_from,
+    }
+
+
+def step_dict(event: Event) -> dict[str, Any]:
+    return {
+        "seq": event.seq,
+        "call_id": event.call_id,
+        "kind": event.kind,
+        "key": event.key,
+        "status": "error" if event.failed else "ok",
+        "started": _iso(event.start_ns),
+        "duration_s": _duration(event.start_ns, event.end_ns),
+        "input": event.input,
+        "output": event.output,
+        "error": error_dict(event.error),
+    }
+
+
+def _print_run(log: EventLog) -> None:
+    run = log.run
+    out = console()
+    header = Table.grid(padding=(0, 2))
+    header.add_column(style="bold")
+    header.add_column()
+    header.add_row("run", Text(run.run_id))
+    header.add_row("agent", Text(run.agent or "-"))
+    header.add_row("status", status_text(run.status))
+    if run.error is not None:
+        header.add_row("error", Text(str(run.error), style="red"))
+    header.add_row("service", Text(run.service_name or "-"))
+    header.add_row("started", format_time(run.started))
+    header.add_row("duration", format_duration(_duration(run.start_ns, run.end_ns)))
+    if run.forked_from:
+        header.add_row("forked from", Text(run.forked_from))
+    out.print(header)
+    out.print()
+    if not len(log):
+        out.print("The run made no boundary calls.")
+        return
+    headers = ["seq", "call id", "kind", "key", "result", "duration"]
+    rows = [
+        [
+            str(e.seq),
+            e.call_id,
+            e.kind,
+            e.key,
+            "error" if e.failed else "ok",
+            format_duration(_duration(e.start_ns, e.end_ns)),
+        ]
+        for e in log
+    ]
+    room = flexible_width(out.width, [headers, *rows], 2)
+    if room < MIN_PREVIEW:
+        _print_step_lines(out, log, rows)
+        return
+    steps = Table(show_edge=False, header_style="bold")
+    for name in headers:
+        steps.add_column(name, no_wrap=True, justify="right" if name in ("seq", "duration") else "left")
+    steps.add_column("input", no_wrap=True)
+    steps.add_column("output / error", no_wrap=True)
+    for event, row in zip(log, rows, strict=True):
+        if event.error is not None:
+            outcome = Text(preview(str(event.error), room), style="red")
+        else:
+            outcome = Text(preview(_text(event.output_json), room))
+        steps.add_row(
+            row[0],
+            Text(row[1]),
+            row[2],
+            Text(row[3]),
+            status_text(row[4]),
+            row[5],
+            Text(preview(_text(event.input_json), room)),
+            outcome,
+        )
+    out.print(steps)
+    out.print()
+    out.print(f"{len(log)} step(s). Full payloads of one step: --seq N", markup=False)
+
+
+def _print_step_lines(out: Console, log: EventLog, rows: list[list[str]]) -> None:
+    """The steps for a terminal too narrow for the table: a block of lines each."""
+    room = max(MIN_PREVIEW, out.width - 12)
+    for event, row in zip(log, rows, strict=True):
+        out.print(Text.assemble((f"{row[0]:>4}", "bold"), f"  {row[1]}  ", status_text(row[4]), f"  {row[5]}"))
+        out.print(f"      in:  {preview(_text(event.input_json), room)}", markup=False)
+        if event.error is not None:
+            out.print(Text.assemble("      err: ", (preview(str(event.error), room), "red")))
+        else:
+            out.print(f"      out: {preview(_text(event.output_json), room)}", markup=False)
+    out.print()
+    out.print(f"{len(log)} step(s). Full payloads of one step: --seq N", markup=False)
+
+
+def _text(data: bytes | None) -> str:
+    return "" if data is None else data.decode("utf-8", "replace")
+
+
+def _print_step(event: Event) -> None:
+    out = console()
+    out.print(
+        Text.assemble(
+            ("seq ", "bold"),
+            str(event.seq),
+            "  ",
+            ("call id ", "bold"),
+            event.call_id,
+            "  ",
+            ("kind ", "bold"),
+            event.kind,
+            "  ",
+            ("key ", "bold"),
+            event.key,
+            "  ",
+            status_text("error" if event.failed else "ok"),
+        )
+    )
+    out.print(Text("input:", style="bold"))
+    out.print(JSON.from_data(event.input))
+    if event.error is not None:
+        out.print(Text("error:", style="bold red"))
+        out.print(JSON.from_data(error_dict(event.error)))
+    else:
+        out.print(Text("output:", style="bold"))
+        out.print(JSON.from_data(event.output))
