@@ -169,7 +169,7 @@ def measure(*, calls: int, repeats: int) -> list[Figure]:
 
 def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(__doc__.splitlines()[0], argv)
-    calls, repeats = (200, 3) if args.quick else (2000, 9)
+    calls, repeats = (200, 3) if args.quick else (1000, 21)
     emit(measure(calls=calls, repeats=repeats), as_json=args.json)
 
 

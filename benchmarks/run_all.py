@@ -1,0 +1,57 @@
+"""Run every benchmark, each in its own interpreter, and print one table of figures.
+
+    python benchmarks/run_all.py [--quick] [--json]
+
+Each benchmark runs in a fresh process so that one's global state (a configured
+tracer provider, a warmed cache, a grown heap) cannot flatter or burden the next.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from _common import Figure, table
+
+HERE = Path(__file__).resolve().parent
+BENCHMARKS = ("bench_record.py", "bench_replay.py", "bench_loader.py")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="smoke-run every benchmark with tiny sizes")
+    parser.add_argument("--json", action="store_true", help="print all figures as one JSON list")
+    args = parser.parse_args(argv)
+
+    figures: list[Figure] = []
+    failed: list[str] = []
+    for script in BENCHMARKS:
+        command = [sys.executable, str(HERE / script), "--json"] + (["--quick"] if args.quick else [])
+        print(f"running {script} ...", file=sys.stderr, flush=True)
+        started = time.perf_counter()
+        done = subprocess.run(command, capture_output=True, text=True)
+        if done.returncode != 0:
+            failed.append(script)
+            print(f"{script} failed (exit {done.returncode}):\n{done.stderr}", file=sys.stderr)
+            continue
+        figures.extend(Figure(**item) for item in json.loads(done.stdout))
+        print(f"  done in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+
+    if args.json:
+        json.dump([vars(f) for f in figures], sys.stdout, indent=1)
+        print()
+    else:
+        print(f"spanreplay benchmarks on {platform.python_implementation()} {platform.python_version()}, "
+              f"{platform.machine()}{' (quick: not a measurement)' if args.quick else ''}")
+        print(table(figures))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
