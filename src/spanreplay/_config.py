@@ -7,7 +7,7 @@ import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from opentelemetry import trace
 from opentelemetry.context import Context
@@ -19,6 +19,9 @@ from . import _semconv as sc
 from ._context import current_run_id
 from .errors import ConfigurationError
 from .exporters._file import DurableFileSpanProcessor
+
+if TYPE_CHECKING:
+    from .exporters.postgres import PostgresSpanProcessor
 
 logger = logging.getLogger("spanreplay")
 
@@ -51,6 +54,7 @@ class Settings:
     file_processor: DurableFileSpanProcessor | None
     otlp_processor: SpanProcessor | None
     strict: bool
+    postgres_processor: PostgresSpanProcessor | None = None
 
     @property
     def trace_dir(self) -> Path | None:
@@ -70,6 +74,7 @@ def configure(
     fsync: bool = False,
     strict: bool | None = None,
     resource_attributes: dict[str, Any] | None = None,
+    postgres: str | PostgresSpanProcessor | None = None,
 ) -> Settings:
     """Set up recording: a tracer provider with the durable file and, if asked, OTLP.
 
@@ -90,6 +95,9 @@ def configure(
             (tests use it; ``SPANREPLAY_STRICT=1`` turns it on). Never affects the
             exceptions of the agent's own code, which always pass through unchanged.
         resource_attributes: extra resource attributes for a provider spanreplay creates.
+        postgres: also write every step to Postgres as it completes: a DSN
+            (``postgresql://...``; ``SPANREPLAY_POSTGRES_DSN`` is the default) or a
+            ``PostgresSpanProcessor`` (batched mode, other timeouts). See docs/postgres.md.
 
     Returns:
         The Settings in force. Calling ``configure()`` again replaces them.
@@ -122,6 +130,8 @@ def configure(
             if otlp or (otlp is None and created and _otlp_requested()):
                 otlp_processor = BatchSpanProcessor(_otlp_exporter())
                 provider.add_span_processor(otlp_processor)
+        reused = previous.postgres_processor if previous is not None and previous.provider is provider else None
+        postgres_processor = _postgres_processor(provider, postgres, reused)
         from . import __version__
 
         _settings = Settings(
@@ -130,6 +140,7 @@ def configure(
             file_processor=file_processor,
             otlp_processor=otlp_processor,
             strict=strict if strict is not None else os.environ.get("SPANREPLAY_STRICT", "") in ("1", "true"),
+            postgres_processor=postgres_processor,
         )
         return _settings
 
@@ -162,6 +173,16 @@ def _provider(
         # Another provider won the race to be global; keep ours private rather than fail.
         logger.warning("spanreplay: a global tracer provider was already set; recording with a private one")
     return provider, True
+
+
+def _postgres_processor(
+    provider: TracerProvider, postgres: str | PostgresSpanProcessor | None, previous: PostgresSpanProcessor | None
+) -> PostgresSpanProcessor | None:
+    if postgres is None and previous is None and not os.environ.get("SPANREPLAY_POSTGRES_DSN"):
+        return None  # psycopg is an optional dependency: imported only when Postgres is asked for
+    from .exporters.postgres import attach
+
+    return attach(provider, postgres, previous)
 
 
 def _otlp_requested() -> bool:

@@ -25,6 +25,10 @@ _RUN_MARKER = sc.RUN_ID.encode()
 
 def runs(source: Source) -> list[RunSummary]:
     """The spanreplay runs in a source, oldest first. Empty when it holds none."""
+    if _is_postgres(source):
+        from .postgres import runs as postgres_runs
+
+        return postgres_runs(os.fspath(source))
     return _summaries(iter_spans(source, contains=_RUN_MARKER))
 
 
@@ -32,7 +36,8 @@ def load(source: Source, run_id: str | None = None) -> EventLog:
     """The EventLog of one run, ordered by seq, duplicates dropped, payloads verified.
 
     Args:
-        source: a trace file, a directory, a glob, or ``-`` for stdin.
+        source: a trace file, a directory, a glob, ``-`` for stdin, or a Postgres
+            DSN (``postgresql://...``).
         run_id: the run to load; may be left out when the source holds exactly one.
 
     Raises:
@@ -40,6 +45,10 @@ def load(source: Source, run_id: str | None = None) -> EventLog:
         TraceFormatError: the source cannot be read, or spans of the run were lost.
         PayloadIntegrityError: a payload was cut or altered on the way.
     """
+    if _is_postgres(source):
+        from .postgres import load as postgres_load
+
+        return postgres_load(os.fspath(source), run_id)
     spans: Iterable[SpanRecord]
     if os.fspath(source) == STDIN:
         # stdin can be read once: keep its spanreplay spans to pick the run from.
@@ -52,6 +61,11 @@ def load(source: Source, run_id: str | None = None) -> EventLog:
     else:
         spans = iter_spans(source, contains=run_id.encode())
     return _build(run_id, _dedupe(s for s in spans if s.attributes.get(sc.RUN_ID) == run_id), source)
+
+
+def _is_postgres(source: Source) -> bool:
+    # A DSN, not a path: the run is read from agent_steps (see spanreplay.postgres).
+    return os.fspath(source).startswith(("postgresql://", "postgres://"))
 
 
 def _only_run(found: list[RunSummary], source: Source) -> str:

@@ -1,0 +1,48 @@
+"""The Postgres exporter: boundary spans as ``agent_steps`` rows, committed per step."""
+
+from __future__ import annotations
+
+import os
+from typing import Final
+
+from opentelemetry.sdk.trace import TracerProvider
+
+from ._processor import PostgresExportStats, PostgresSpanProcessor
+
+__all__ = ["DSN_VARIABLE", "MODE_VARIABLE", "PostgresExportStats", "PostgresSpanProcessor", "attach"]
+
+DSN_VARIABLE: Final = "SPANREPLAY_POSTGRES_DSN"
+MODE_VARIABLE: Final = "SPANREPLAY_POSTGRES_MODE"
+
+
+def attach(
+    provider: TracerProvider,
+    postgres: str | PostgresSpanProcessor | None,
+    previous: PostgresSpanProcessor | None,
+) -> PostgresSpanProcessor | None:
+    """Add the processor ``configure(postgres=...)`` asks for to ``provider``.
+
+    ``postgres`` is a DSN, a processor built by the caller (batched mode, other
+    timeouts), or None to use ``SPANREPLAY_POSTGRES_DSN`` when it is set;
+    ``SPANREPLAY_POSTGRES_MODE=batch`` picks the batched mode for a DSN.
+    ``previous`` is the processor an earlier ``configure()`` added to the same
+    provider: kept when it is the one asked for again, otherwise silenced and
+    closed (an SDK provider cannot remove a processor).
+    """
+    batch = os.environ.get(MODE_VARIABLE, "").lower() in ("batch", "batched")
+    dsn = postgres if isinstance(postgres, str) else os.environ.get(DSN_VARIABLE) or None
+    if previous is not None:
+        same = postgres is previous if isinstance(postgres, PostgresSpanProcessor) else (previous.dsn, previous.batch) == (dsn, batch)
+        if same:
+            previous.enabled = True
+            return previous
+        previous.enabled = False
+        previous.shutdown()
+    if isinstance(postgres, PostgresSpanProcessor):
+        processor = postgres
+    elif dsn:
+        processor = PostgresSpanProcessor(dsn, batch=batch)
+    else:
+        return None
+    provider.add_span_processor(processor)
+    return processor

@@ -1,0 +1,380 @@
+"""The Postgres span processor: one ``agent_steps`` row per boundary, as it completes.
+
+Two modes:
+
+- per step (the default): the row is inserted and committed in the agent's own
+  thread before the boundary returns, one statement in autocommit, so a process
+  killed after a boundary returned has that step in the table (write-ahead).
+- batched: rows are queued and a background thread commits them together every
+  ``flush_interval`` seconds or ``batch_size`` rows; far less work per step, but
+  a crash loses what was still queued (the trace file keeps it).
+
+A database that is down or slow never breaks the agent. Every wait is bounded
+(connect, statement and lock timeouts). The first failure of an outage is
+logged once; later ones are only counted. Rows that failed wait in a bounded
+queue that a background thread retries with backoff, and while it does, the
+agent's own thread does not touch the database at all. The durable trace file
+is written before this processor runs, so it has every step regardless; rows
+that were dropped can be filled in with ``spanreplay export traces/ DSN``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Final
+
+import psycopg
+from opentelemetry.context import Context
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
+from psycopg_pool import ConnectionPool
+
+from ... import _semconv as sc
+from ..._spans import SpanRecord
+from ...postgres import _rows
+from ...postgres._connect import connect_kwargs, describe, failure, session_settings
+
+logger = logging.getLogger("spanreplay")
+
+_STEP: Final = "step"
+_RUN: Final = "run"
+_FIRST_BACKOFF: Final = 0.5
+_MAX_BACKOFF: Final = 30.0
+
+
+@dataclass
+class PostgresExportStats:
+    """What the processor did so far. Read it to alert on a database that falls behind.
+
+    Attributes:
+        steps_written: step rows committed (a step already in the table is left as it was).
+        runs_written: run row writes committed (a run is written when it starts and ends).
+        failures: write attempts that failed (each is retried unless dropped).
+        dropped: rows given up on: the queue was full, or they were still queued at
+            shutdown. The trace files hold them; ``spanreplay export`` fills them in.
+        invalid: spans that could not be turned into rows (a payload cut on the way).
+    """
+
+    steps_written: int = 0
+    runs_written: int = 0
+    failures: int = 0
+    dropped: int = 0
+    invalid: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class _Write:
+    kind: str
+    params: dict[str, Any]
+
+
+def _span_record(span: ReadableSpan) -> SpanRecord:
+    """The SDK span as readers yield it: what the codec decodes, the same as from a file."""
+    ctx = span.get_span_context()
+    assert ctx is not None  # SDK spans always carry a context
+    attributes = {k: list(v) if isinstance(v, tuple) else v for k, v in (span.attributes or {}).items()}
+    return SpanRecord(
+        trace_id=format(ctx.trace_id, "032x"),
+        span_id=format(ctx.span_id, "016x"),
+        name=span.name,
+        start_ns=span.start_time or 0,
+        end_ns=span.end_time or 0,
+        attributes=attributes,
+        resource=dict(span.resource.attributes),
+        origin=f"span {span.name!r}",
+    )
+
+
+class PostgresSpanProcessor(SpanProcessor):
+    """Writes the boundary and run spans of spanreplay runs to Postgres.
+
+    Args:
+        dsn: ``postgresql://user@host:port/db``; the tables must exist
+            (``spanreplay db upgrade DSN``).
+        batch: commit rows in batches from a background thread instead of one
+            commit per step in the agent's thread.
+        batch_size: most rows per batch commit.
+        flush_interval: longest a row waits in batched mode, in seconds.
+        timeout: bound on each connect, statement and lock wait, in seconds.
+        max_pending: most rows held for retry or batching; past it rows are
+            dropped (and counted) rather than growing memory without bound.
+        pool_size: most connections the pool opens (one per thread writing at once).
+    """
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        batch: bool = False,
+        batch_size: int = 500,
+        flush_interval: float = 0.5,
+        timeout: float = 2.0,
+        max_pending: int = 10_000,
+        pool_size: int = 4,
+    ) -> None:
+        self.dsn = dsn
+        self.batch = batch
+        self.batch_size = batch_size
+        self.flush_interval = flush_interval
+        self.timeout = timeout
+        self.max_pending = max_pending
+        self.pool_size = pool_size
+        self.stats = PostgresExportStats()
+        # configure() silences a processor it replaces (an SDK provider cannot drop one).
+        self.enabled = True
+        self._where = describe(dsn)
+        self._init_state()
+
+    def _init_state(self) -> None:
+        self._pid = os.getpid()
+        self._cond = threading.Condition(threading.Lock())
+        self._pending: deque[_Write] = deque()
+        self._in_flight = 0
+        self._thread: threading.Thread | None = None
+        self._closing = False
+        self._outage = False
+        self._backoff = _FIRST_BACKOFF
+        self._retry_at = 0.0
+        self._reported_full = False
+        self._flushing = False
+        self._close_deadline = 0.0
+        self._pool = ConnectionPool(
+            self.dsn,
+            min_size=1,
+            max_size=max(1, self.pool_size),
+            kwargs={"autocommit": True, **connect_kwargs(self.timeout)},
+            configure=self._configure_connection,
+            timeout=self.timeout,
+            # The processor schedules its own retries; the pool need not keep trying.
+            reconnect_timeout=max(self.timeout * 2, 5.0),
+            num_workers=1,
+            name="spanreplay",
+            open=False,
+        )
+        # Connect in the background: configure() must not wait for the database.
+        self._pool.open(wait=False)
+
+    def _configure_connection(self, conn: psycopg.Connection[Any]) -> None:
+        session_settings(conn, self.timeout)
+
+    def __repr__(self) -> str:
+        mode = "batched" if self.batch else "per step"
+        return f"<PostgresSpanProcessor {self._where} {mode}>"
+
+    @property
+    def pending(self) -> int:
+        """Rows queued for a batch or a retry."""
+        return len(self._pending) + self._in_flight
+
+    # -- span processor ---------------------------------------------------------
+
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        attributes = span.attributes or {}
+        if self.enabled and attributes.get(sc.RUN_STATUS) == sc.RUN_STATUS_RUNNING and sc.RUN_ID in attributes:
+            self._convert(_RUN, _rows.run_params, span)
+
+    def on_end(self, span: ReadableSpan) -> None:
+        if not self.enabled:
+            return
+        attributes = span.attributes or {}
+        if sc.RUN_ID not in attributes:
+            return
+        if sc.CALL_ID in attributes:
+            self._convert(_STEP, _rows.step_params, span)
+        elif sc.RUN_STATUS in attributes:
+            self._convert(_RUN, _rows.run_params, span)
+
+    def _convert(self, kind: str, to_params: Callable[[SpanRecord], dict[str, Any]], span: ReadableSpan) -> None:
+        try:
+            write = _Write(kind, to_params(_span_record(span)))
+        except Exception:  # telemetry never breaks the agent
+            self.stats.invalid += 1
+            logger.exception(
+                "spanreplay could not turn span %r into a Postgres row; the trace file still has it", span.name
+            )
+            return
+        self._submit(write)
+
+    def _submit(self, write: _Write) -> None:
+        if os.getpid() != self._pid:
+            self._after_fork()
+        if not self.batch and not self._outage and not self._closing:
+            self._write([write])
+            return
+        self._enqueue([write], front=False)
+
+    # -- writing ----------------------------------------------------------------
+
+    def _write(self, writes: list[_Write]) -> bool:
+        """Commit ``writes``; on failure queue them for retry. True when committed."""
+        try:
+            with self._pool.connection(timeout=self.timeout) as conn:
+                if len(writes) == 1:
+                    conn.execute(_rows.UPSERT_RUN if writes[0].kind == _RUN else _rows.INSERT_STEP, writes[0].params)
+                else:
+                    with conn.transaction(), conn.cursor() as cur:
+                        runs = [w.params for w in writes if w.kind == _RUN]
+                        steps = [w.params for w in writes if w.kind == _STEP]
+                        if runs:
+                            cur.executemany(_rows.UPSERT_RUN, runs)
+                        if steps:
+                            cur.executemany(_rows.INSERT_STEP, steps)
+        except Exception as exc:  # any failure: the database is down, slow or refuses
+            self._failed(exc, writes)
+            return False
+        steps_done = sum(1 for w in writes if w.kind == _STEP)
+        with self._cond:
+            self.stats.steps_written += steps_done
+            self.stats.runs_written += len(writes) - steps_done
+            if self._outage:
+                self._outage = False
+                self._backoff = _FIRST_BACKOFF
+                logger.warning(
+                    "spanreplay writes to %s again, after %d failed attempts", self._where, self.stats.failures
+                )
+        return True
+
+    def _failed(self, exc: Exception, writes: list[_Write]) -> None:
+        with self._cond:
+            self.stats.failures += 1
+            first = not self._outage
+            self._outage = True
+            self._retry_at = time.monotonic() + self._backoff
+            self._backoff = min(self._backoff * 2, _MAX_BACKOFF)
+        if first:
+            reason = failure(self.dsn, "write spanreplay rows", exc) if isinstance(exc, psycopg.Error) else exc
+            logger.error(
+                "spanreplay: %s The agent continues; the trace files keep every step, and the rows are "
+                "retried in the background.",
+                reason,
+            )
+        else:
+            logger.debug("spanreplay: writing to %s failed again: %s", self._where, exc)
+        self._enqueue(writes, front=True)
+
+    def _enqueue(self, writes: list[_Write], *, front: bool) -> None:
+        with self._cond:
+            if self._closing and self._thread is None:
+                self.stats.dropped += len(writes)
+                return
+            kept = [w for w in writes if w.kind == _RUN or len(self._pending) < self.max_pending]
+            # Run rows are few and say how the run ended: they are never dropped.
+            dropped = len(writes) - len(kept)
+            if dropped:
+                self.stats.dropped += dropped
+                if not self._reported_full:
+                    self._reported_full = True
+                    logger.error(
+                        "spanreplay: %d rows wait for %s, the most it holds (max_pending); newer steps are "
+                        "dropped until it catches up. Fill them in later with `spanreplay export traces/ %s`.",
+                        self.max_pending,
+                        self._where,
+                        self._where,
+                    )
+            if front:
+                self._pending.extendleft(reversed(kept))
+            else:
+                self._pending.extend(kept)
+            if self._thread is None and not self._closing:
+                self._thread = threading.Thread(target=self._run_writer, name="spanreplay-postgres", daemon=True)
+                self._thread.start()
+            self._cond.notify_all()
+
+    def _run_writer(self) -> None:
+        while True:
+            with self._cond:
+                batch = self._next_batch()
+                if batch is None:
+                    return
+                self._in_flight = len(batch)
+            try:
+                self._write(batch)  # on failure it is queued again, retried after the backoff
+            finally:
+                with self._cond:
+                    self._in_flight = 0
+                    if len(self._pending) < self.max_pending // 2:
+                        self._reported_full = False
+                    self._cond.notify_all()
+
+    def _next_batch(self) -> list[_Write] | None:
+        """Wait (holding the lock) until a batch is due; None when closing with nothing left."""
+        first_seen: float | None = None
+        while True:
+            now = time.monotonic()
+            if self._closing and (not self._pending or (self._outage and now >= self._close_deadline)):
+                return None
+            if self._pending:
+                first_seen = now if first_seen is None else first_seen
+                waiting_retry = self._outage and now < self._retry_at
+                due = (
+                    self._closing
+                    or self._flushing
+                    or not self.batch
+                    or len(self._pending) >= self.batch_size
+                    or now - first_seen >= self.flush_interval
+                )
+                if due and not (waiting_retry and not self._closing):
+                    size = min(len(self._pending), self.batch_size)
+                    return [self._pending.popleft() for _ in range(size)]
+                wake = self._retry_at if waiting_retry else first_seen + self.flush_interval
+                self._cond.wait(max(0.001, wake - now))
+            else:
+                first_seen = None
+                self._cond.wait()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        """Commit every queued row; False if the database did not take them in time."""
+        deadline = time.monotonic() + timeout_millis / 1000
+        with self._cond:
+            self._flushing = True
+            self._cond.notify_all()
+            try:
+                while self._pending or self._in_flight:
+                    left = deadline - time.monotonic()
+                    if left <= 0 or self._thread is None:
+                        return False
+                    self._cond.wait(min(left, 0.05))
+                return True
+            finally:
+                self._flushing = False
+
+    def shutdown(self) -> None:
+        """Commit what is queued (waiting at most a few timeouts), then close the pool."""
+        with self._cond:
+            if self._closing and self._pool.closed:
+                return  # already shut down: the provider and configure() may both ask
+            self._closing = True
+            self._close_deadline = time.monotonic() + self.timeout * 2
+            thread = self._thread
+            self._cond.notify_all()
+        if thread is not None:
+            thread.join(self.timeout * 3)
+        with self._cond:
+            self._thread = None
+            left = len(self._pending) + self._in_flight
+            self._pending.clear()
+        if left:
+            self.stats.dropped += left
+            logger.error(
+                "spanreplay: %d rows could not be written to %s before shutdown. The trace files hold "
+                "them: `spanreplay export traces/ %s` fills them in.",
+                left,
+                self._where,
+                self._where,
+            )
+        self._pool.close(timeout=self.timeout)
+
+    def _after_fork(self) -> None:
+        # The parent's pool and writer thread did not survive the fork; its sockets
+        # did. Keep the old pool referenced (closing it here would end the parent's
+        # sessions) and start afresh.
+        _orphans.append(self._pool)
+        self._init_state()
+
+
+_orphans: list[ConnectionPool[Any]] = []

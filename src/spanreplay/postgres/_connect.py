@@ -1,0 +1,106 @@
+"""DSNs, connections and the one error every Postgres failure becomes."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Final
+
+import psycopg
+from psycopg.conninfo import conninfo_to_dict
+
+from ..errors import SpanReplayError
+
+# A DSN in URL form names Postgres by its scheme; the key=value form is not a
+# trace source anyone would mistake for a path, but it is not sniffed either.
+SCHEMES: Final = ("postgresql://", "postgres://")
+
+APPLICATION_NAME: Final = "spanreplay"
+
+
+class PostgresError(SpanReplayError, ConnectionError):
+    """Postgres could not be reached, or refused what spanreplay asked of it.
+
+    Attributes:
+        dsn: the DSN, without its password.
+    """
+
+    def __init__(self, message: str, *, dsn: str) -> None:
+        super().__init__(message)
+        self.dsn = dsn
+
+
+def is_postgres_dsn(source: str | os.PathLike[str]) -> bool:
+    """True for ``postgresql://...`` and ``postgres://...`` sources."""
+    text = os.fspath(source)
+    return isinstance(text, str) and text.startswith(SCHEMES)
+
+
+def describe(dsn: str) -> str:
+    """``postgresql://user@host:port/db``: the DSN as it may be printed, never its password."""
+    try:
+        parts = conninfo_to_dict(dsn)
+    except psycopg.ProgrammingError:
+        return "postgresql://(unparsable DSN)"
+    user = f"{parts['user']}@" if parts.get("user") else ""
+    host = str(parts.get("host") or "localhost")
+    port = f":{parts['port']}" if parts.get("port") else ""
+    db = f"/{parts['dbname']}" if parts.get("dbname") else ""
+    return f"postgresql://{user}{host}{port}{db}"
+
+
+def connect_kwargs(timeout: float) -> dict[str, Any]:
+    """libpq settings that keep a dead or unreachable server from hanging the caller.
+
+    ``connect_timeout`` is whole seconds and libpq treats anything under 2 as 2;
+    ``tcp_user_timeout`` bounds a write to a peer that stopped answering.
+    """
+    return {
+        "connect_timeout": max(2, round(timeout)),
+        "tcp_user_timeout": int(timeout * 1000),
+        "application_name": APPLICATION_NAME,
+    }
+
+
+def session_settings(conn: psycopg.Connection[Any], timeout: float) -> None:
+    """Bound every statement and lock wait of this session, so a slow server fails fast."""
+    millis = str(max(1, int(timeout * 1000)))
+    conn.execute(
+        "SELECT set_config('statement_timeout', %s, false), set_config('lock_timeout', %s, false)", (millis, millis)
+    )
+    if not conn.autocommit:
+        conn.commit()
+
+
+def connect(dsn: str, *, timeout: float = 10.0, autocommit: bool = False) -> psycopg.Connection[Any]:
+    """One connection for a command or a load, with bounded waits."""
+    try:
+        conn = psycopg.connect(dsn, autocommit=autocommit, **connect_kwargs(timeout))
+    except psycopg.Error as exc:
+        raise PostgresError(
+            f"Cannot connect to {describe(dsn)}: {_first_line(exc)}. Check the DSN and that the server "
+            "is running and accepts connections (pg_isready -h HOST).",
+            dsn=describe(dsn),
+        ) from None
+    try:
+        session_settings(conn, timeout)
+    except psycopg.Error as exc:
+        conn.close()
+        raise failure(dsn, "set up the session", exc) from None
+    return conn
+
+
+def failure(dsn: str, doing: str, exc: BaseException) -> PostgresError:
+    """The PostgresError for a failed operation, naming the fix where one is known."""
+    hint = ""
+    if isinstance(exc, psycopg.errors.UndefinedTable):
+        hint = f" The spanreplay tables are missing: run `spanreplay db upgrade {describe(dsn)}` first."
+    elif isinstance(exc, psycopg.errors.QueryCanceled):
+        hint = " The server was too slow (statement or lock timeout); retry, or raise the timeout."
+    elif isinstance(exc, psycopg.OperationalError):
+        hint = " Check that the server is running and reachable."
+    return PostgresError(f"Could not {doing} in {describe(dsn)}: {_first_line(exc)}.{hint}", dsn=describe(dsn))
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0].rstrip(".") if text else type(exc).__name__

@@ -1,0 +1,215 @@
+"""Spans -> ``agent_steps`` / ``agent_runs`` rows, and rows -> Events and RunInfo.
+
+Spans are decoded by the span codec, the same as from a trace file: payload
+digests are verified and masking applied upstream carries over untouched. The
+rows keep each payload twice: as JSONB for queries, and as the recorded text,
+which is what replay reads back, so the EventLog read from Postgres equals the
+one read from the trace file of the same run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any, Final
+
+import orjson
+
+from .. import _codec
+from .. import _semconv as sc
+from .._events import Event, RunInfo
+from .._spans import SpanRecord
+
+# JSONB rejects the escape of U+0000; such a payload keeps its text but no JSONB copy.
+_NUL_ESCAPE: Final = b"\\u0000"
+# Cost in USD has no GenAI convention yet; these are the names instrumentations use.
+_COST_ATTRIBUTES: Final = ("gen_ai.usage.cost", "gen_ai.usage.cost_usd", "spanreplay.cost_usd")
+
+INSERT_STEP: Final = """
+WITH run AS (
+    INSERT INTO agent_runs (run_id, status, trace_id, service_name, start_ns, started_at, schema_version)
+    VALUES (%(run_id)s, 'running', %(trace_id)s, %(service_name)s, %(start_ns)s, %(started_at)s, %(schema_version)s)
+    ON CONFLICT (run_id) DO NOTHING
+)
+INSERT INTO agent_steps (
+    run_id, step_number, step_type, key, call_id,
+    input, output, error, input_text, output_text, error_text,
+    tokens_in, tokens_out, cost, trace_id, span_id, start_ns, end_ns, created_at,
+    attributes, schema_version
+) VALUES (
+    %(run_id)s, %(step_number)s, %(step_type)s, %(key)s, %(call_id)s,
+    %(input)s::jsonb, %(output)s::jsonb, %(error)s::jsonb, %(input_text)s, %(output_text)s, %(error_text)s,
+    %(tokens_in)s, %(tokens_out)s, %(cost)s, %(trace_id)s, %(span_id)s, %(start_ns)s, %(end_ns)s, %(created_at)s,
+    %(attributes)s::json, %(schema_version)s
+)
+ON CONFLICT (run_id, step_number) DO NOTHING
+"""
+
+# A run row is written when the run starts (status running) and again when it ends.
+# A copy never replaces one that knows more: the ended run span wins over the
+# started one, either wins over the placeholder a step inserted, and an ended
+# row is final. So copies may arrive in any order, any number of times.
+UPSERT_RUN: Final = """
+INSERT INTO agent_runs AS r (
+    run_id, agent, status, error, error_text, trace_id, span_id, service_name, forked_from,
+    started_at, ended_at, start_ns, end_ns, steps_started, schema_version
+) VALUES (
+    %(run_id)s, %(agent)s, %(status)s, %(error)s::jsonb, %(error_text)s, %(trace_id)s, %(span_id)s,
+    %(service_name)s, %(forked_from)s, %(started_at)s, %(ended_at)s, %(start_ns)s, %(end_ns)s,
+    %(steps_started)s, %(schema_version)s
+)
+ON CONFLICT (run_id) DO UPDATE SET
+    agent = EXCLUDED.agent, status = EXCLUDED.status, error = EXCLUDED.error,
+    error_text = EXCLUDED.error_text, trace_id = EXCLUDED.trace_id, span_id = EXCLUDED.span_id,
+    service_name = EXCLUDED.service_name, forked_from = EXCLUDED.forked_from,
+    started_at = EXCLUDED.started_at, ended_at = EXCLUDED.ended_at, start_ns = EXCLUDED.start_ns,
+    end_ns = EXCLUDED.end_ns, steps_started = EXCLUDED.steps_started,
+    schema_version = EXCLUDED.schema_version
+WHERE r.span_id IS NULL OR (r.end_ns IS NULL AND EXCLUDED.end_ns IS NOT NULL)
+"""
+
+STEP_COLUMNS: Final = (
+    "run_id, step_number, step_type, key, call_id, input_text, output_text, error_text, "
+    "schema_version, trace_id, span_id, start_ns, end_ns, attributes::text"
+)
+RUN_COLUMNS: Final = (
+    "run_id, agent, status, error_text, trace_id, span_id, start_ns, end_ns, service_name, steps_started, forked_from"
+)
+
+
+def _text(data: bytes | None) -> str | None:
+    return None if data is None else data.decode()
+
+
+def _jsonb(data: bytes | None) -> str | None:
+    if data is None or _NUL_ESCAPE in data:
+        return None
+    return data.decode()
+
+
+def _time(ns: int) -> datetime | None:
+    return datetime.fromtimestamp(ns / 1e9, tz=UTC) if ns else None
+
+
+def _number(attributes: Mapping[str, Any], *names: str) -> Any:
+    for name in names:
+        value = attributes.get(name)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return value
+    return None
+
+
+def step_params(span: SpanRecord) -> dict[str, Any]:
+    """The ``INSERT_STEP`` parameters for one boundary span (payloads verified by the codec)."""
+    event = _codec.span_to_event(span)
+    error_json = None
+    if event.error is not None:
+        where = span.origin or f"span {span.span_id}"
+        error_json = _codec.read_payload(span.attributes, sc.ERROR, run_id=event.run_id, seq=event.seq, origin=where)
+    attributes = dict(event.attributes)
+    return {
+        "run_id": event.run_id,
+        "step_number": event.seq,
+        "step_type": event.kind,
+        "key": event.key,
+        "call_id": event.call_id,
+        "input": _jsonb(event.input_json),
+        "output": _jsonb(event.output_json),
+        "error": _jsonb(error_json),
+        "input_text": event.input_json.decode(),
+        "output_text": _text(event.output_json),
+        "error_text": _text(error_json),
+        "tokens_in": _number(attributes, sc.GEN_AI_USAGE_INPUT_TOKENS),
+        "tokens_out": _number(attributes, sc.GEN_AI_USAGE_OUTPUT_TOKENS),
+        "cost": _number(attributes, *_COST_ATTRIBUTES),
+        "trace_id": event.trace_id,
+        "span_id": event.span_id,
+        "start_ns": event.start_ns,
+        "end_ns": event.end_ns,
+        "created_at": _time(event.end_ns) or datetime.now(UTC),
+        "attributes": orjson.dumps(attributes, option=orjson.OPT_NON_STR_KEYS).decode(),
+        "schema_version": event.schema_version,
+        # For the placeholder run row, when the step arrives before its run span.
+        "service_name": str(span.resource.get(sc.SERVICE_NAME, "")),
+        "started_at": _time(event.start_ns),
+    }
+
+
+def run_params(span: SpanRecord) -> dict[str, Any]:
+    """The ``UPSERT_RUN`` parameters for a run span, started (running) or ended."""
+    info = _codec.span_to_run(span)
+    error_json = None
+    if info.error is not None:
+        where = span.origin or f"span {span.span_id}"
+        error_json = _codec.read_payload(span.attributes, sc.RUN_ERROR, run_id=info.run_id, seq=0, origin=where)
+    # The codec reads an unended run span as crashed; in the table it is running
+    # until its end arrives, and readers turn a running run into crashed.
+    status = info.status if span.ended else sc.RUN_STATUS_RUNNING
+    version = span.attributes.get(sc.SCHEMA, sc.SCHEMA_VERSION)
+    return {
+        "run_id": info.run_id,
+        "agent": info.agent,
+        "status": status,
+        "error": _jsonb(error_json),
+        "error_text": _text(error_json),
+        "trace_id": info.trace_id,
+        "span_id": info.span_id,
+        "service_name": info.service_name,
+        "forked_from": info.forked_from,
+        "started_at": _time(info.start_ns),
+        "ended_at": _time(info.end_ns) if span.ended else None,
+        "start_ns": info.start_ns,
+        "end_ns": info.end_ns if span.ended else None,
+        "steps_started": info.steps,
+        "schema_version": int(version) if isinstance(version, int) else sc.SCHEMA_VERSION,
+    }
+
+
+def read_status(status: str, end_ns: int | None) -> str:
+    """A run that never ended reads as crashed, exactly as from a trace file."""
+    if end_ns is None or status == sc.RUN_STATUS_RUNNING:
+        return sc.RUN_STATUS_CRASHED
+    return status
+
+
+def event_from_row(row: tuple[Any, ...], origin: str) -> Event:
+    """An Event from the ``STEP_COLUMNS`` of one ``agent_steps`` row."""
+    (run_id, seq, kind, key, call_id, input_text, output_text, error_text, version, trace_id, span_id,
+     start_ns, end_ns, attributes) = row  # fmt: skip
+    return Event(
+        run_id=run_id,
+        seq=seq,
+        call_id=call_id,
+        kind=kind,
+        key=key,
+        input_json=input_text.encode(),
+        output_json=None if output_text is None else output_text.encode(),
+        error=None if error_text is None else _codec.decode_error(error_text.encode(), origin=origin),
+        schema_version=version,
+        trace_id=trace_id,
+        span_id=span_id,
+        start_ns=start_ns,
+        end_ns=end_ns,
+        attributes=orjson.loads(attributes),
+    )
+
+
+def run_from_row(row: tuple[Any, ...], origin: str) -> RunInfo:
+    """A RunInfo from the ``RUN_COLUMNS`` of one ``agent_runs`` row."""
+    run_id, agent, status, error_text, trace_id, span_id, start_ns, end_ns, service, steps, forked = row
+    if span_id is None:
+        # Only steps arrived, never the run span: what a trace file without its root gives.
+        return RunInfo(run_id=run_id, status=sc.RUN_STATUS_CRASHED)
+    return RunInfo(
+        run_id=run_id,
+        agent=agent,
+        status=read_status(status, end_ns),
+        error=None if error_text is None else _codec.decode_error(error_text.encode(), origin=origin),
+        trace_id=trace_id or "",
+        span_id=span_id,
+        start_ns=start_ns or 0,
+        end_ns=end_ns or 0,
+        service_name=service,
+        steps=steps,
+        forked_from=forked,
+    )

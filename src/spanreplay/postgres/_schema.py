@@ -1,0 +1,182 @@
+"""The Postgres schema, as numbered migrations applied by ``spanreplay db upgrade``.
+
+Each migration runs in its own transaction under an advisory lock, so two
+processes upgrading at once apply each migration exactly once. A migration is
+never edited after release: a change is a new migration with the next number.
+The tables live in the first schema of the connection's ``search_path``
+(``?options=-csearch_path%3Dagents`` in the DSN picks another).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Final
+
+import psycopg
+
+from ._connect import connect, describe, failure
+
+MIGRATIONS_TABLE: Final = "spanreplay_migrations"
+# pg_advisory_xact_lock key: the ASCII of "spanrepl", so it cannot collide by accident.
+_LOCK_KEY: Final = 0x7370616E7265706C
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    name: str
+    sql: str
+
+
+_V1 = """
+CREATE TABLE agent_runs (
+    run_id          TEXT PRIMARY KEY,
+    agent           TEXT NOT NULL DEFAULT '',
+    -- running until the run span ends; a running run whose process died reads as crashed.
+    status          TEXT NOT NULL,
+    error           JSONB,
+    error_text      TEXT,
+    trace_id        TEXT,
+    -- NULL until the run span itself arrives (steps can come first: an export of a
+    -- backend that never received the root of a crashed run).
+    span_id         TEXT,
+    service_name    TEXT NOT NULL DEFAULT '',
+    forked_from     TEXT,
+    started_at      TIMESTAMPTZ,
+    ended_at        TIMESTAMPTZ,
+    start_ns        BIGINT,
+    end_ns          BIGINT,
+    -- boundaries the run started (written when it ends), against steps_recorded.
+    steps_started   INTEGER,
+    steps_recorded  INTEGER NOT NULL DEFAULT 0,
+    steps_failed    INTEGER NOT NULL DEFAULT 0,
+    tokens_in       BIGINT NOT NULL DEFAULT 0,
+    tokens_out      BIGINT NOT NULL DEFAULT 0,
+    cost            DOUBLE PRECISION NOT NULL DEFAULT 0,
+    schema_version  SMALLINT NOT NULL
+);
+CREATE INDEX agent_runs_started_at ON agent_runs (started_at);
+CREATE INDEX agent_runs_status ON agent_runs (status, started_at);
+
+CREATE TABLE agent_steps (
+    id              BIGSERIAL PRIMARY KEY,
+    run_id          TEXT NOT NULL REFERENCES agent_runs (run_id) ON DELETE CASCADE,
+    step_number     INTEGER NOT NULL,
+    step_type       TEXT NOT NULL,
+    key             TEXT NOT NULL,
+    call_id         TEXT NOT NULL,
+    -- For queries. NULL where JSONB cannot hold the value (a string with U+0000).
+    input           JSONB,
+    output          JSONB,
+    error           JSONB,
+    -- The payloads exactly as recorded (JSONB reorders keys and rewrites numbers);
+    -- replay reads these, so the event log matches the trace file byte for byte.
+    input_text      TEXT NOT NULL,
+    output_text     TEXT,
+    error_text      TEXT,
+    tokens_in       BIGINT,
+    tokens_out      BIGINT,
+    cost            DOUBLE PRECISION,
+    trace_id        TEXT NOT NULL,
+    span_id         TEXT NOT NULL,
+    start_ns        BIGINT NOT NULL,
+    end_ns          BIGINT NOT NULL,
+    created_at      TIMESTAMPTZ NOT NULL DEFAULT now(),
+    -- The span's other attributes (GenAI names, token details), kept verbatim.
+    attributes      JSON NOT NULL DEFAULT '{}',
+    schema_version  SMALLINT NOT NULL,
+    -- Also the index on (run_id, step_number). A retried insert of a step hits it
+    -- and does nothing (ON CONFLICT DO NOTHING), so retries are harmless.
+    CONSTRAINT agent_steps_run_step UNIQUE (run_id, step_number)
+);
+CREATE INDEX agent_steps_created_at ON agent_steps (created_at);
+
+-- Totals follow the rows actually inserted (a retried step is not counted twice,
+-- and a crashed run still shows what it completed). Statement-level, so a batch
+-- of rows updates each run once.
+CREATE FUNCTION spanreplay_add_step_totals() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE agent_runs AS r
+    SET steps_recorded = r.steps_recorded + n.steps,
+        steps_failed = r.steps_failed + n.failed,
+        tokens_in = r.tokens_in + n.tokens_in,
+        tokens_out = r.tokens_out + n.tokens_out,
+        cost = r.cost + n.cost
+    FROM (
+        SELECT run_id,
+               count(*) AS steps,
+               count(*) FILTER (WHERE error_text IS NOT NULL) AS failed,
+               coalesce(sum(tokens_in), 0) AS tokens_in,
+               coalesce(sum(tokens_out), 0) AS tokens_out,
+               coalesce(sum(cost), 0) AS cost
+        FROM new_steps
+        GROUP BY run_id
+        ORDER BY run_id  -- one lock order for every writer: no deadlock between batches
+    ) AS n
+    WHERE r.run_id = n.run_id;
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER agent_steps_totals
+    AFTER INSERT ON agent_steps
+    REFERENCING NEW TABLE AS new_steps
+    FOR EACH STATEMENT EXECUTE FUNCTION spanreplay_add_step_totals();
+"""
+
+MIGRATIONS: Final = (Migration(1, "agent_runs and agent_steps", _V1),)
+LATEST: Final = MIGRATIONS[-1].version
+
+
+def current_version(conn: psycopg.Connection[Any]) -> int:
+    """The newest migration applied in the connection's schema; 0 for none."""
+    row = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (MIGRATIONS_TABLE,)).fetchone()
+    if not row or not row[0]:
+        return 0
+    found = conn.execute(f"SELECT coalesce(max(version), 0) FROM {MIGRATIONS_TABLE}").fetchone()
+    return int(found[0]) if found else 0
+
+
+def upgrade(dsn: str, *, timeout: float = 30.0) -> list[Migration]:
+    """Apply the migrations the database lacks, oldest first. Returns those applied."""
+    applied: list[Migration] = []
+    with connect(dsn, timeout=timeout) as conn:
+        try:
+            for migration in MIGRATIONS:
+                with conn.transaction():
+                    conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
+                    conn.execute(
+                        f"CREATE TABLE IF NOT EXISTS {MIGRATIONS_TABLE} ("
+                        "version INTEGER PRIMARY KEY, name TEXT NOT NULL, "
+                        "applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
+                    )
+                    if current_version(conn) >= migration.version:
+                        continue
+                    conn.execute(migration.sql)
+                    conn.execute(
+                        f"INSERT INTO {MIGRATIONS_TABLE} (version, name) VALUES (%s, %s)",
+                        (migration.version, migration.name),
+                    )
+                    applied.append(migration)
+        except psycopg.Error as exc:
+            raise failure(dsn, f"apply migration {migration.version} ({migration.name})", exc) from None
+    return applied
+
+
+def version(dsn: str, *, timeout: float = 10.0) -> int:
+    """The schema version of the database ``dsn`` points at."""
+    with connect(dsn, timeout=timeout) as conn:
+        try:
+            return current_version(conn)
+        except psycopg.Error as exc:
+            raise failure(dsn, "read the schema version", exc) from None
+
+
+def missing_schema_message(dsn: str, found: int) -> str:
+    """The sentence that tells a user their database needs ``spanreplay db upgrade``."""
+    where = describe(dsn)
+    if found == 0:
+        return f"{where} has no spanreplay tables; create them with `spanreplay db upgrade {where}`."
+    return (
+        f"{where} has spanreplay schema version {found}, this release needs {LATEST}; "
+        f"upgrade it with `spanreplay db upgrade {where}`."
+    )
