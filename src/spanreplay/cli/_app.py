@@ -20,7 +20,10 @@ from ._common import (
     error_console,
     warn,
 )
+from ._db import db_command
 from ._demo import demo_command
+from ._export import export_command
+from ._prune import prune_command
 from ._replay import replay_command
 from ._runs import runs_command
 from ._show import show_command
@@ -102,6 +105,9 @@ cli.add_command(runs_command)
 cli.add_command(show_command)
 cli.add_command(replay_command)
 cli.add_command(demo_command)
+cli.add_command(export_command)
+cli.add_command(prune_command)
+cli.add_command(db_command)
 
 
 def main() -> None:
