@@ -6,6 +6,7 @@ and no run: record code asks it for attributes, readers hand it ``SpanRecord``s.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import re
 import sys
@@ -58,11 +59,7 @@ def encode_output(value: Any) -> bytes:
 def payload_attributes(name: str, data: bytes) -> dict[str, Any]:
     """The attributes that carry one payload: text or chunks, byte length, sha256."""
     size = len(data)
-    value: str | tuple[str, ...]
-    if size <= INLINE_MAX_BYTES:
-        value = data.decode()
-    else:
-        value = tuple(chunk_utf8(data, CHUNK_BYTES))
+    value = data.decode() if size <= INLINE_MAX_BYTES else tuple(chunk_utf8(data, CHUNK_BYTES))
     return {
         name: value,
         name + sc.SIZE_SUFFIX: size,
@@ -71,47 +68,66 @@ def payload_attributes(name: str, data: bytes) -> dict[str, Any]:
 
 
 def chunk_utf8(data: bytes, limit: int) -> list[str]:
-    """Split UTF-8 ``data`` into strings of at most ``limit`` bytes each."""
+    """Split UTF-8 ``data`` into strings of at most ``limit`` bytes each.
+
+    No chunk splits a character, so each one is valid text on its own.
+    """
+    if limit < 4:
+        # A 4-byte character would never fit: no chunk could make progress.
+        raise ValueError(f"chunk_utf8 needs a limit of at least 4 bytes (one UTF-8 character), not {limit}.")
     chunks: list[str] = []
     start, total = 0, len(data)
     while start < total:
-        end = min(start + limit, total)
-        # Step back off UTF-8 continuation bytes (0b10xxxxxx) so no character is split.
-        while end < total and end > start and (data[end] & 0xC0) == 0x80:
-            end -= 1
+        end = start + limit
+        if end >= total:
+            end = total
+        else:
+            # Step back off UTF-8 continuation bytes (0b10xxxxxx) to a character start.
+            while (data[end] & 0xC0) == 0x80:
+                end -= 1
         chunks.append(data[start:end].decode())
         start = end
     return chunks
 
 
-def read_payload(
-    attributes: Mapping[str, Any], name: str, *, run_id: str, seq: int, origin: str
-) -> bytes | None:
+# Where each limit that cuts payloads is raised, for the error messages.
+_COUNT_LIMIT_FIX: Final = (
+    "Raise the OpenTelemetry SDK's attribute count limit (OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT, default 128) "
+    "or the backend's, then record the run again."
+)
+_LENGTH_LIMIT_FIX: Final = (
+    "Raise the limit that cut it: Tempo's max_attribute_bytes (default 2048), the OpenTelemetry SDK's "
+    "OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT or OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT, or the Collector's "
+    "attributes/transform processors, then record the run again."
+)
+
+
+def read_payload(attributes: Mapping[str, Any], name: str, *, run_id: str, seq: int, origin: str) -> bytes | None:
     """The payload bytes under ``name``, checked against their recorded length and digest.
 
     Returns None when the span has no such payload. Raises PayloadIntegrityError when
     a backend or exporter cut or altered it, naming the setting to raise.
     """
+    size_name = name + sc.SIZE_SUFFIX
     if name not in attributes:
-        if name + sc.SIZE_SUFFIX in attributes:
+        if size_name in attributes:
+            expected = _int_attr(attributes, size_name, origin)
             raise PayloadIntegrityError(
-                f"Run {run_id} seq {seq}: attribute {name} is missing although its size "
-                f"({attributes[name + sc.SIZE_SUFFIX]} bytes) was recorded ({origin}); the span "
-                "lost attributes on the way. Raise the OpenTelemetry SDK's attribute count limit "
-                "(OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT) or the backend's, then record the run again.",
+                f"Run {run_id} seq {seq}: attribute {name} is missing ({expected} bytes expected, 0 found, "
+                f"{origin}): the span lost attributes on the way. Nothing was replayed from it. " + _COUNT_LIMIT_FIX,
                 run_id=run_id,
                 seq=seq,
                 attribute=name,
-                expected_size=int(attributes[name + sc.SIZE_SUFFIX]),
+                expected_size=expected,
                 found_size=0,
                 source=origin,
             )
         return None
     raw = attributes[name]
-    if isinstance(raw, str) and raw.startswith('["') and name + sc.SIZE_SUFFIX in attributes:
+    if isinstance(raw, str) and raw.startswith('["') and size_name in attributes:
         # Jaeger stores array attributes as JSON text: a chunked payload comes back as
         # '["chunk", ...]'. Its size tells the two apart: the text itself is longer.
-        raw = _jaeger_array(raw, int(attributes[name + sc.SIZE_SUFFIX]))
+        raw = _jaeger_array(raw, int(attributes[size_name]))
     if isinstance(raw, str):
         data = raw.encode()
     elif isinstance(raw, (list, tuple)) and all(isinstance(c, str) for c in raw):
@@ -123,13 +139,12 @@ def read_payload(
             "not written by spanreplay or was edited.",
             source=origin,
         )
-    expected = attributes.get(name + sc.SIZE_SUFFIX)
     digest = attributes.get(name + sc.SHA256_SUFFIX)
-    if expected is None or digest is None:
+    if size_name not in attributes or digest is None:
         raise PayloadIntegrityError(
-            f"Run {run_id} seq {seq}: attribute {name} has no recorded size or sha256 "
-            f"({origin}); the span lost attributes on the way. Raise the OpenTelemetry SDK's "
-            "attribute count limit (OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT) and record the run again.",
+            f"Run {run_id} seq {seq}: attribute {name} ({len(data)} bytes found) has no recorded size or "
+            f"sha256 ({origin}): the span lost attributes on the way, so the payload cannot be checked "
+            "and nothing was replayed from it. " + _COUNT_LIMIT_FIX,
             run_id=run_id,
             seq=seq,
             attribute=name,
@@ -137,22 +152,26 @@ def read_payload(
             found_size=len(data),
             source=origin,
         )
-    expected_size = int(expected)
-    if len(data) != expected_size or hashlib.sha256(data).hexdigest() != digest:
-        raise PayloadIntegrityError(
-            f"Run {run_id} seq {seq}: attribute {name} was cut or altered: {expected_size} bytes "
-            f"expected, {len(data)} found ({origin}). Nothing was replayed from it. Raise the "
-            "limit that cut it: Tempo's max_attribute_bytes (default 2048), the OpenTelemetry "
-            "SDK's OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT or OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT, "
-            "or the Collector's attributes/transform processors, then record the run again.",
-            run_id=run_id,
-            seq=seq,
-            attribute=name,
-            expected_size=expected_size,
-            found_size=len(data),
-            source=origin,
+    expected_size = _int_attr(attributes, size_name, origin)
+    if len(data) != expected_size:
+        what = f"was cut: {expected_size} bytes expected, {len(data)} found"
+    elif hashlib.sha256(data).hexdigest() != digest:
+        what = (
+            f"was altered: {expected_size} bytes expected, {len(data)} found, but their sha256 does not "
+            "match the recorded one"
         )
-    return data
+    else:
+        return data
+    raise PayloadIntegrityError(
+        f"Run {run_id} seq {seq}: attribute {name} {what} ({origin}). Nothing was replayed from it. "
+        + _LENGTH_LIMIT_FIX,
+        run_id=run_id,
+        seq=seq,
+        attribute=name,
+        expected_size=expected_size,
+        found_size=len(data),
+        source=origin,
+    )
 
 
 def _jaeger_array(raw: str, expected_size: int) -> str | list[str]:
@@ -175,21 +194,32 @@ _SLOT_FIELDS = ("errno", "strerror", "filename", "filename2", "winerror", "code"
 
 
 def encode_error(exc: BaseException) -> bytes:
-    """JSON for a raised exception: type, module, message, args and structured fields."""
+    """JSON for a raised exception: type, module, message, args and structured fields.
+
+    Never raises: an exception with a broken ``__str__`` or a property that fails is
+    still recorded, with what could be read.
+    """
     cls = type(exc)
     fields: dict[str, Any] = {}
     for name in _SLOT_FIELDS:
-        value = getattr(exc, name, None)
+        try:
+            value = getattr(exc, name, None)
+        except Exception:  # a property that fails says nothing about the error
+            continue
         if value is not None and isinstance(value, _FIELD_TYPES):
             fields[name] = value
-    for name, value in vars(exc).items() if hasattr(exc, "__dict__") else ():
+    for name, value in getattr(exc, "__dict__", {}).items():
         if not name.startswith("_") and isinstance(value, _FIELD_TYPES):
             fields[name] = value
     args = [a for a in exc.args if isinstance(a, _FIELD_TYPES)]
+    try:
+        message = str(exc)
+    except Exception:
+        message = f"<{cls.__qualname__} whose str() failed>"
     record = {
         "type": cls.__qualname__,
         "module": cls.__module__,
-        "message": str(exc),
+        "message": message,
         "args": args if len(args) == len(exc.args) else None,
         "fields": fields,
     }
@@ -213,6 +243,21 @@ def decode_error(data: bytes, *, origin: str = "") -> ErrorInfo:
             f"The recorded error payload is not the JSON object spanreplay writes ({origin}): {exc}.",
             source=origin,
         ) from None
+
+
+def _construct(cls: type[BaseException], info: ErrorInfo) -> BaseException | None:
+    """``cls`` called with the recorded args, or None when that does not give the same message."""
+    args: tuple[Any, ...] = info.args if info.args or not info.message else (info.message,)
+    if issubclass(cls, OSError) and len(args) == 2 and isinstance(info.fields.get("errno"), int):
+        # OSError keeps its filenames out of args; its constructor takes them positionally.
+        fields = info.fields
+        args = (*args, fields.get("filename"), fields.get("winerror"), fields.get("filename2"))
+    try:
+        exc = cls(*args)
+        same = str(exc) == info.message
+    except Exception:  # a constructor that wants other arguments than the recorded ones
+        return None
+    return exc if same else None
 
 
 ErrorRebuilder = Callable[[ErrorInfo], BaseException | None]
@@ -239,16 +284,13 @@ def rebuild_error(info: ErrorInfo) -> BaseException:
     for part in info.type_name.split("."):
         cls = getattr(cls, part, None) if cls is not None else None
     if isinstance(cls, type) and issubclass(cls, BaseException):
-        try:
-            exc = cls(*info.args) if info.args or not info.message else cls(info.message)
-        except Exception:
-            exc = None
-        if exc is not None and str(exc) == info.message:
+        exc = _construct(cls, info)
+        if exc is not None:
             for name, value in info.fields.items():
-                try:
+                # Fields are only restored onto an instance that rebuilt faithfully;
+                # a read-only attribute keeps what the constructor gave it.
+                with contextlib.suppress(AttributeError, TypeError):
                     setattr(exc, name, value)
-                except (AttributeError, TypeError):
-                    pass
             return exc
     return RecordedError(info.type_name, info.module, info.message, info.fields)
 
@@ -304,6 +346,21 @@ def span_to_event(span: SpanRecord) -> Event:
     input_json = read_payload(attrs, sc.INPUT, run_id=run_id, seq=seq, origin=where)
     output_json = read_payload(attrs, sc.OUTPUT, run_id=run_id, seq=seq, origin=where)
     error_json = read_payload(attrs, sc.ERROR, run_id=run_id, seq=seq, origin=where)
+    if input_json is None or (output_json is None and error_json is None):
+        # Every boundary records an input and then an output or an error: a span without
+        # them lost its attributes (the SDK evicts the oldest past its count limit), and
+        # replaying it would serve a made-up null.
+        missing = sc.INPUT if input_json is None else f"neither {sc.OUTPUT} nor {sc.ERROR}"
+        raise PayloadIntegrityError(
+            f"Run {run_id} seq {seq}: the boundary span has {missing} ({where}): the span lost attributes "
+            f"on the way. Nothing was replayed from it. {_COUNT_LIMIT_FIX}",
+            run_id=run_id,
+            seq=seq,
+            attribute=sc.INPUT if input_json is None else sc.OUTPUT,
+            expected_size=-1,
+            found_size=0,
+            source=span.origin,
+        )
     extra = {k: v for k, v in attrs.items() if not k.startswith("spanreplay.")}
     return Event(
         run_id=run_id,
@@ -311,7 +368,7 @@ def span_to_event(span: SpanRecord) -> Event:
         call_id=str(attrs[sc.CALL_ID]),
         kind=str(attrs.get(sc.KIND, "")),
         key=str(attrs.get(sc.KEY, "")),
-        input_json=input_json if input_json is not None else b"null",
+        input_json=input_json,
         output_json=output_json,
         error=decode_error(error_json, origin=where) if error_json is not None else None,
         schema_version=version,
