@@ -64,6 +64,11 @@ def spread(values: Sequence[float]) -> float:
     return (max(values) - min(values)) / mid if mid else 0.0
 
 
+def noise(values: Sequence[float]) -> str:
+    """The best repeat and the spread, for a note beside a median."""
+    return f"best {format_value(min(values))}, spread {spread(values):.0%}"
+
+
 def text_of_size(size: int, seed: int) -> str:
     """Deterministic word-like ASCII text of exactly ``size`` characters."""
     rng = random.Random(seed)

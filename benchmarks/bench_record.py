@@ -26,8 +26,8 @@ from _common import (
     interleaved,
     lookup_plain,
     median,
+    noise,
     parse_args,
-    spread,
 )
 from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
@@ -149,17 +149,18 @@ def measure(*, calls: int, repeats: int) -> list[Figure]:
     ratios = [a / b for a, b in zip(us["spanreplay"], us["baseline"], strict=True)]
     figures = [
         Figure(NAME, "bare OTel span (SimpleSpanProcessor, no-op exporter)", base, "us/call",
-               note=f"spread {spread(us['baseline']):.0%}"),
+               note=noise(us["baseline"])),
         Figure(NAME, "spanreplay @tool, durable file on", ours, "us/call",
-               note=f"spread {spread(us['spanreplay']):.0%}"),
+               note=noise(us["spanreplay"])),
         Figure(NAME, "spanreplay @tool, file off", median(us["spanreplay_nofile"]), "us/call",
-               note="span + codec only"),
+               note="span + codec only; " + noise(us["spanreplay_nofile"])),
         Figure(NAME, "ratio spanreplay / bare span", median(ratios), "x", goal=f"<= {GOAL_RATIO:g}x",
                met=median(ratios) <= GOAL_RATIO, note="median of per-repeat ratios"),
     ]
     if "agent_rewind" in us:
         peer = median(us["agent_rewind"])
-        figures.append(Figure(NAME, "agent-rewind @rewind.tool", peer, "us/call", note="peer, JSON-lines file"))
+        figures.append(Figure(NAME, "agent-rewind @rewind.tool", peer, "us/call",
+                              note="peer, JSON-lines file; " + noise(us["agent_rewind"])))
         figures.append(Figure(NAME, "ratio spanreplay / agent-rewind", ours / peer, "x"))
     else:
         figures.append(Figure(NAME, "agent-rewind @rewind.tool", float("nan"), "us/call", note=rewind_note))

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import orjson
-from _common import QUERY, Case, Figure, emit, interleaved, lookup_plain, median, parse_args, spread
+from _common import QUERY, Case, Figure, emit, interleaved, lookup_plain, median, noise, parse_args
 from opentelemetry.sdk.trace import TracerProvider
 
 import spanreplay
@@ -102,15 +102,16 @@ def measure(*, calls: int, repeats: int) -> list[Figure]:
     ours = median(us["tool"])
     figures = [
         Figure(NAME, "spanreplay @tool replay", ours, "us/call", goal=f"< {GOAL_US:g} us", met=ours < GOAL_US,
-               note=f"spread {spread(us['tool']):.0%}"),
+               note=noise(us["tool"])),
         Figure(NAME, "spanreplay.boundary() replay", median(us["boundary"]), "us/call",
-               goal=f"< {GOAL_US:g} us", met=median(us["boundary"]) < GOAL_US),
+               goal=f"< {GOAL_US:g} us", met=median(us["boundary"]) < GOAL_US, note=noise(us["boundary"])),
         Figure(NAME, "floor: orjson encode input + decode output", median(us["floor"]), "us/call",
                note="work every replay must do"),
     ]
     if "agent_rewind" in us:
         peer = median(us["agent_rewind"])
-        figures.append(Figure(NAME, "agent-rewind @rewind.tool replay", peer, "us/call", note="peer"))
+        figures.append(Figure(NAME, "agent-rewind @rewind.tool replay", peer, "us/call",
+                              note="peer; " + noise(us["agent_rewind"])))
         figures.append(Figure(NAME, "ratio spanreplay / agent-rewind", ours / peer, "x"))
     else:
         figures.append(Figure(NAME, "agent-rewind @rewind.tool replay", float("nan"), "us/call", note=rewind_note))
