@@ -1,0 +1,207 @@
+"""Record and replay every Anthropic Messages call as a model boundary.
+
+``AnthropicInstrumentor().instrument()`` (or ``spanreplay.instrument_anthropic()``,
+or ``opentelemetry-instrument`` through the ``opentelemetry_instrumentor`` entry
+point) wraps the SDK's clients, sync and async. Inside a run, each Messages call
+(``create``, ``stream``, ``parse``, ``count_tokens``, the ``beta`` twins, raw and
+streaming responses, the beta tool runner) is one ``chat {model}`` span with the
+request, the HTTP exchanges and the GenAI attributes; on replay the SDK gets the
+recorded responses back and builds the same objects, stream events and errors,
+with no network. Outside any run the SDK works untouched.
+
+The SDK's own OpenTelemetry spans are switched off inside runs, so each call is
+one span; ``instrument(sdk_spans=True)`` or ``SPANREPLAY_ANTHROPIC_SDK_SPANS=true``
+keeps them too (nested under spanreplay's span, in record mode only).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import logging
+import os
+from collections.abc import Collection, Mapping
+from typing import Any
+
+from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
+from opentelemetry.instrumentation.utils import unwrap
+from packaging.requirements import Requirement
+from wrapt import wrap_function_wrapper
+
+from ..._codec import register_error_rebuilder
+from ..._run import current_run
+from . import _wrappers
+from ._errors import rebuild_anthropic_error
+from ._prices import DEFAULT_PRICES, ModelPrice, cost_usd, prices, set_prices
+
+logger = logging.getLogger("spanreplay")
+
+__all__ = [
+    "DEFAULT_PRICES",
+    "SUPPORTED",
+    "AnthropicInstrumentor",
+    "ModelPrice",
+    "cost_usd",
+    "instrument_anthropic",
+    "prices",
+    "set_prices",
+]
+
+SUPPORTED = "anthropic >= 2.0, < 3"
+
+_BASE = "anthropic._base_client"
+# (module, attribute path, wrapper): every wrap point, for instrument and uninstrument alike.
+_WRAPS: tuple[tuple[str, str, Any], ...] = (
+    (_BASE, "SyncAPIClient.request", _wrappers.request_sync),
+    (_BASE, "AsyncAPIClient.request", _wrappers.request_async),
+    (_BASE, "SyncAPIClient._attempt_request", _wrappers.attempt_sync),
+    (_BASE, "AsyncAPIClient._attempt_request", _wrappers.attempt_async),
+    (_BASE, "SyncAPIClient._sleep_for_retry", _wrappers.sleep_sync),
+    (_BASE, "AsyncAPIClient._sleep_for_retry", _wrappers.sleep_async),
+    ("anthropic.lib.tools._beta_runner", "BaseSyncToolRunner._run_tool", _wrappers.run_tool_sync),
+    ("anthropic.lib.tools._beta_runner", "BaseAsyncToolRunner._run_tool", _wrappers.run_tool_async),
+    ("anthropic.lib.tools._beta_runner", "BaseSyncToolRunner._run_toolset_member", _wrappers.run_tool_sync),
+    ("anthropic.lib.tools._beta_runner", "BaseAsyncToolRunner._run_toolset_member", _wrappers.run_tool_async),
+)
+# Private SDK methods the wrappers call; an SDK without them cannot be instrumented.
+_NEEDED = ("_request", "_attempt_request", "_copy_and_prepare", "_sleep_for_retry", "_prepare_url")
+
+_TRUE = frozenset({"1", "true", "yes", "on"})
+
+
+def _problem() -> str | None:
+    """Why the installed SDK cannot be instrumented, as one sentence; None when it can."""
+    requirement = Requirement(SUPPORTED)
+    try:
+        version = importlib.metadata.version("anthropic")
+    except importlib.metadata.PackageNotFoundError:
+        return (
+            f"spanreplay: the anthropic package is not installed, so Anthropic calls are not recorded or "
+            f"replayed; install it with pip install '{SUPPORTED.replace(' ', '')}'."
+        )
+    if not requirement.specifier.contains(version, prereleases=True):
+        return (
+            f"spanreplay: anthropic {version} is outside the supported range ({SUPPORTED}), so Anthropic calls "
+            f"are not recorded or replayed; install a supported version with pip install "
+            f"'{SUPPORTED.replace(' ', '')}'."
+        )
+    from anthropic import _base_client
+
+    for cls in (_base_client.SyncAPIClient, _base_client.AsyncAPIClient):
+        missing = [name for name in _NEEDED if not hasattr(cls, name)]
+        if missing:
+            return (
+                f"spanreplay: anthropic {version} has no {cls.__name__}.{missing[0]}, which spanreplay wraps, so "
+                f"Anthropic calls are not recorded or replayed; install another anthropic release in {SUPPORTED}."
+            )
+    return None
+
+
+class AnthropicInstrumentor(BaseInstrumentor):  # type: ignore[misc]
+    """The OpenTelemetry instrumentor for the Anthropic SDK (sync and async clients).
+
+    ``instrument()`` takes these keyword arguments, all optional:
+
+    - ``sdk_spans``: keep the SDK's own ``anthropic.messages.create`` spans inside
+      runs as well (default False, or ``SPANREPLAY_ANTHROPIC_SDK_SPANS``).
+    - ``prices``: ``{model prefix: ModelPrice}`` added to the cost table.
+    - ``zero_code``: honour ``SPANREPLAY_MODE`` (default True; see docs/anthropic.md).
+    - ``skip_dep_check``: instrument whatever anthropic is installed.
+    """
+
+    def instrumentation_dependencies(self) -> Collection[str]:
+        return (SUPPORTED,)
+
+    def instrument(self, **kwargs: Any) -> Any:
+        if not self.is_instrumented_by_opentelemetry and not kwargs.get("skip_dep_check"):
+            problem = _problem()
+            if problem is not None:
+                # One line, whichever way instrument() was reached (opentelemetry-instrument
+                # only logs a conflict at debug level): the agent then runs unrecorded.
+                logger.warning(problem)
+                return None
+            kwargs["skip_dep_check"] = True
+        kwargs.pop("raise_exception_on_conflict", None)
+        return super().instrument(**kwargs)
+
+    def _instrument(self, **kwargs: Any) -> None:
+        sdk_spans = kwargs.get("sdk_spans")
+        if sdk_spans is None:
+            sdk_spans = os.environ.get("SPANREPLAY_ANTHROPIC_SDK_SPANS", "").strip().lower() in _TRUE
+        _wrappers.options["sdk_spans"] = bool(sdk_spans)
+        table = kwargs.get("prices")
+        if table:
+            set_prices(table)
+        for module, name, wrapper in _WRAPS:
+            wrap_function_wrapper(module, name, wrapper)
+        _patch_tracer()
+        register_error_rebuilder(rebuild_anthropic_error)
+        if kwargs.get("zero_code", True):
+            from ._zero_code import start_from_environment
+
+            start_from_environment()
+
+    def _uninstrument(self, **kwargs: Any) -> None:
+        import importlib
+
+        for module, name, _ in _WRAPS:
+            owner: Any = importlib.import_module(module)
+            *path, attribute = name.split(".")
+            for part in path:
+                owner = getattr(owner, part)
+            unwrap(owner, attribute)
+        _unpatch_tracer()
+        from ._zero_code import stop
+
+        stop()
+
+
+# The SDK's own spans: BaseClient._tracer is a property; inside a run it says
+# "no tracer" unless sdk_spans is on, which silences every span the SDK makes
+# (calls, the tool runner, tool uses) while spanreplay's spans stand for them.
+_original_tracer: Any = None
+
+
+def _patch_tracer() -> None:
+    global _original_tracer
+    from anthropic._base_client import BaseClient
+
+    original = BaseClient.__dict__.get("_tracer")
+    if not isinstance(original, property) or original.fget is None:
+        return
+    getter = original.fget
+
+    def _tracer(self: Any) -> Any:
+        if not _wrappers.options["sdk_spans"] and current_run() is not None:
+            return None
+        return getter(self)
+
+    _original_tracer = original
+    BaseClient._tracer = property(_tracer, doc=original.__doc__)  # type: ignore[method-assign,assignment]
+
+
+def _unpatch_tracer() -> None:
+    global _original_tracer
+    from anthropic._base_client import BaseClient
+
+    if _original_tracer is not None:
+        BaseClient._tracer = _original_tracer  # type: ignore[method-assign]
+        _original_tracer = None
+
+
+_default: AnthropicInstrumentor | None = None
+
+
+def instrument_anthropic(
+    *, sdk_spans: bool | None = None, prices: Mapping[str, ModelPrice] | None = None, zero_code: bool = True
+) -> AnthropicInstrumentor:
+    """Instrument the Anthropic SDK from code: what ``opentelemetry-instrument`` does.
+
+    Safe to call more than once. Returns the instrumentor (``.uninstrument()``
+    restores the SDK).
+    """
+    global _default
+    if _default is None:
+        _default = AnthropicInstrumentor()
+    if not _default.is_instrumented_by_opentelemetry:
+        _default.instrument(sdk_spans=sdk_spans, prices=prices, zero_code=zero_code)
+    return _default

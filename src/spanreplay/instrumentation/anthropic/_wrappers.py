@@ -1,0 +1,313 @@
+"""The wrappers around the SDK's client: one model boundary per Messages call.
+
+Every Messages method (``create``, ``stream``, ``parse``, ``count_tokens``, their
+``beta`` twins, ``with_raw_response`` and ``with_streaming_response``, the beta
+tool runner) ends in the client's ``request()``, so that is where a call becomes
+a boundary. Below it, ``_attempt_request()`` sends one HTTP attempt: record mode
+notes what came back; replay mode answers from the recording instead of sending.
+``_sleep_for_retry()`` does not wait on replay.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from functools import partial
+from typing import Any
+
+import httpx2
+import orjson
+from anthropic import APIConnectionError
+
+from ... import _semconv as sc
+from ..._config import settings
+from ..._run import Call, Run, current_run
+from ._attributes import request_attributes
+from ._exchange import CallRecorder, CallReplayer
+
+logger = logging.getLogger("spanreplay")
+
+_recording: ContextVar[CallRecorder | None] = ContextVar("spanreplay_anthropic_recording", default=None)
+_replaying: ContextVar[CallReplayer | None] = ContextVar("spanreplay_anthropic_replaying", default=None)
+
+# Set by the instrumentor: keep the SDK's own span inside spanreplay's (record mode only).
+options: dict[str, bool] = {"sdk_spans": False}
+
+_ENDPOINTS = {"/v1/messages": "messages", "/v1/messages/count_tokens": "count_tokens"}
+
+
+def _bind(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any, bool, Any]:
+    """``request(cast_to, options, *, stream=False, stream_cls=None)``'s arguments."""
+    cast_to = args[0] if args else kwargs["cast_to"]
+    request_options = args[1] if len(args) > 1 else kwargs["options"]
+    return cast_to, request_options, bool(kwargs.get("stream", False)), kwargs.get("stream_cls")
+
+
+def _endpoint(request_options: Any) -> str | None:
+    if str(getattr(request_options, "method", "")).lower() != "post":
+        return None
+    url = str(getattr(request_options, "url", ""))
+    return _ENDPOINTS.get(url.split("?", 1)[0])
+
+
+def call_input(request_options: Any, endpoint: str) -> tuple[dict[str, Any], str]:
+    """The boundary's input (the request, without headers) and its key (the model)."""
+    body = request_options.json_data if isinstance(request_options.json_data, dict) else {}
+    headers = request_options.headers if isinstance(request_options.headers, dict) else {}
+    betas = headers.get("anthropic-beta")
+    qualifiers = getattr(request_options, "qualifiers", None) or {}
+    value: dict[str, Any] = {"endpoint": endpoint, "body": body}
+    if qualifiers.get("beta") == "true":
+        value["beta"] = True
+    if isinstance(betas, str) and betas:
+        # The one request header that changes what the model does; it holds no credential.
+        value["betas"] = [b.strip() for b in betas.split(",") if b.strip()]
+    if request_options.params:
+        value["query"] = dict(request_options.params)
+    model = body.get("model")
+    return value, model if isinstance(model, str) and model else "unknown"
+
+
+def _begin(run: Run, instance: Any, request_options: Any, endpoint: str) -> tuple[Call, str]:
+    value, model = call_input(request_options, endpoint)
+    attributes: dict[str, Any] = {}
+    try:
+        url = instance.base_url
+        attributes = request_attributes(value["body"], url.host, url.port, count_tokens=endpoint == "count_tokens")
+    except Exception:
+        if settings().strict:
+            raise
+        logger.exception("spanreplay could not read the request attributes of a call to %s", model)
+    span_name = f"{sc.OPERATION_COUNT_TOKENS} {model}" if endpoint == "count_tokens" else None
+    return run.begin(sc.KIND_MODEL, model, value, attributes=attributes, span_name=span_name), model
+
+
+def _attempts(call: Call) -> list[dict[str, Any]]:
+    event = call.recorded
+    assert event is not None
+    output = orjson.loads(event.output_json) if event.output_json is not None else None
+    if isinstance(output, dict) and isinstance(output.get("attempts"), list):
+        attempts: list[dict[str, Any]] = output["attempts"]
+        return attempts
+    # A recording without the exchange (an error recorded before any attempt): replay its error.
+    return (
+        [
+            {
+                "raised": {
+                    "type": event.error.type_name,
+                    "module": event.error.module,
+                    "message": event.error.message,
+                    "args": list(event.error.args),
+                    "fields": dict(event.error.fields),
+                }
+            }
+        ]
+        if event.error
+        else []
+    )
+
+
+@contextmanager
+def _serving(call: Call) -> Iterator[None]:
+    token = _replaying.set(CallReplayer(call, _attempts(call)))
+    try:
+        with call.activate():
+            yield
+    finally:
+        _replaying.reset(token)
+
+
+def _guard(what: str, fn: Callable[[], None]) -> None:
+    """Telemetry never breaks the agent: log spanreplay's own failures (raise them when strict)."""
+    try:
+        fn()
+    except Exception:
+        if settings().strict:
+            raise
+        logger.exception("spanreplay could not %s; the agent continues with less telemetry", what)
+
+
+# --- request(): the call ---------------------------------------------------------------
+
+
+def request_sync(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    run = current_run()
+    if run is None:
+        return wrapped(*args, **kwargs)
+    cast_to, request_options, stream, stream_cls = _bind(args, kwargs)
+    endpoint = _endpoint(request_options)
+    if endpoint is None:
+        return wrapped(*args, **kwargs)
+    request_options = instance._copy_and_prepare(request_options)
+    call, model = _begin(run, instance, request_options, endpoint)
+    if call.replaying:
+        with _serving(call):
+            return instance._request(cast_to, request_options, stream=stream, stream_cls=stream_cls)
+    recorder = CallRecorder(call, model=model, stream=stream)
+    token = _recording.set(recorder)
+    try:
+        with call.activate():
+            if options["sdk_spans"]:
+                result = wrapped(cast_to, request_options, stream=stream, stream_cls=stream_cls)
+            else:
+                result = instance._request(cast_to, request_options, stream=stream, stream_cls=stream_cls)
+    except BaseException as exc:
+        _guard("record a failed model call", partial(recorder.failed, exc))
+        raise
+    finally:
+        _recording.reset(token)
+    _guard("record a model call", recorder.returned)
+    return result
+
+
+async def request_async(
+    wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    run = current_run()
+    if run is None:
+        return await wrapped(*args, **kwargs)
+    cast_to, request_options, stream, stream_cls = _bind(args, kwargs)
+    endpoint = _endpoint(request_options)
+    if endpoint is None:
+        return await wrapped(*args, **kwargs)
+    request_options = await instance._copy_and_prepare(request_options)
+    call, model = _begin(run, instance, request_options, endpoint)
+    if call.replaying:
+        with _serving(call):
+            return await instance._request(cast_to, request_options, stream=stream, stream_cls=stream_cls)
+    recorder = CallRecorder(call, model=model, stream=stream)
+    token = _recording.set(recorder)
+    try:
+        with call.activate():
+            if options["sdk_spans"]:
+                result = await wrapped(cast_to, request_options, stream=stream, stream_cls=stream_cls)
+            else:
+                result = await instance._request(cast_to, request_options, stream=stream, stream_cls=stream_cls)
+    except BaseException as exc:
+        _guard("record a failed model call", partial(recorder.failed, exc))
+        raise
+    finally:
+        _recording.reset(token)
+    _guard("record a model call", recorder.returned)
+    return result
+
+
+# --- _attempt_request(): one HTTP attempt -------------------------------------------------
+
+
+def _offline_request(instance: Any, request_options: Any) -> httpx2.Request:
+    """The request the SDK would have sent, built without credentials or network.
+
+    The SDK reads its headers (the raw-response mode) and errors carry it.
+    """
+    headers = request_options.headers if isinstance(request_options.headers, dict) else {}
+    plain = {name: value for name, value in headers.items() if isinstance(value, str)}
+    url = instance._prepare_url(request_options.url)
+    return httpx2.Request(str(request_options.method).upper(), url, headers=plain)
+
+
+def _note(recorder: CallRecorder, what: str, fn: Callable[[], None]) -> None:
+    _guard(f"record {what} of model call {recorder.call.call_id}", fn)
+
+
+def attempt_sync(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    replayer = _replaying.get()
+    if replayer is not None:
+        request_options = args[0] if args else kwargs["options"]
+        return replayer.respond(_offline_request(instance, request_options)), request_options
+    recorder = _recording.get()
+    if recorder is None:
+        return wrapped(*args, **kwargs)
+    # One attempt only: a middleware that calls the client again starts its own call.
+    token = _recording.set(None)
+    try:
+        response, prepared = wrapped(*args, **kwargs)
+    except APIConnectionError as exc:
+        _note(recorder, "a connection error", partial(recorder.connection_error, exc))
+        raise
+    except Exception as exc:
+        _note(recorder, "an attempt's error", partial(recorder.raised, exc))
+        raise
+    finally:
+        _recording.reset(token)
+    _note(recorder, "a response", partial(recorder.response, response, instance))
+    return response, prepared
+
+
+async def attempt_async(
+    wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    replayer = _replaying.get()
+    if replayer is not None:
+        request_options = args[0] if args else kwargs["options"]
+        return replayer.respond(_offline_request(instance, request_options)), request_options
+    recorder = _recording.get()
+    if recorder is None:
+        return await wrapped(*args, **kwargs)
+    token = _recording.set(None)
+    try:
+        response, prepared = await wrapped(*args, **kwargs)
+    except APIConnectionError as exc:
+        _note(recorder, "a connection error", partial(recorder.connection_error, exc))
+        raise
+    except Exception as exc:
+        _note(recorder, "an attempt's error", partial(recorder.raised, exc))
+        raise
+    finally:
+        _recording.reset(token)
+    _note(recorder, "a response", partial(recorder.response, response, instance))
+    return response, prepared
+
+
+# --- _sleep_for_retry(): no waiting on replay ------------------------------------------------
+
+
+def sleep_sync(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    if _replaying.get() is not None:
+        return None
+    return wrapped(*args, **kwargs)
+
+
+async def sleep_async(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    if _replaying.get() is not None:
+        return None
+    return await wrapped(*args, **kwargs)
+
+
+# --- the beta tool runner's tools ------------------------------------------------------------
+
+
+def _tool_call(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    return args[-1] if args else kwargs["tool_use"]
+
+
+def run_tool_sync(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    run = current_run()
+    if run is None:
+        return wrapped(*args, **kwargs)
+    tool_use = _tool_call(args, kwargs)
+    return run.boundary(
+        sc.KIND_TOOL,
+        str(tool_use.name),
+        tool_use.input,
+        lambda: wrapped(*args, **kwargs),
+        attributes={sc.GEN_AI_TOOL_CALL_ID: str(tool_use.id)},
+    )
+
+
+async def run_tool_async(
+    wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    run = current_run()
+    if run is None:
+        return await wrapped(*args, **kwargs)
+    tool_use = _tool_call(args, kwargs)
+
+    async def work() -> Any:
+        return await wrapped(*args, **kwargs)
+
+    return await run.boundary(
+        sc.KIND_TOOL, str(tool_use.name), tool_use.input, work, attributes={sc.GEN_AI_TOOL_CALL_ID: str(tool_use.id)}
+    )
