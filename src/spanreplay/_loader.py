@@ -1,34 +1,51 @@
-"""``load()`` and ``runs()``: from a trace source to an EventLog or a list of runs."""
+"""``load()`` and ``runs()``: from a trace source to an EventLog or a list of runs.
+
+Loading one run streams the source once and parses only the lines that hold
+its run id (quoted, so ``run_1`` does not pull in ``run_10``): a Collector export
+of thousands of runs costs a substring search per line, and a broken line of
+another run is never even looked at. Spans may come in any order, in several
+files and more than once (exporter retries); the loader dedupes them by
+(trace id, span id), orders them by seq and checks that no seq is missing.
+"""
 
 from __future__ import annotations
 
 import os
+import re
 import warnings
-from collections.abc import Iterable, Iterator
-from typing import Any
+from collections.abc import Iterable
+from typing import Final
 
 from . import _codec
 from . import _semconv as sc
-from ._events import EventLog, RunInfo, RunSummary
+from ._events import Event, EventLog, RunInfo, RunSummary
 from ._spans import SpanRecord
-from .errors import PayloadIntegrityError, RunNotFoundError, TraceFormatError
+from .errors import RunNotFoundError, SpanReplayError, TraceFormatError
 from .readers import SpanReplayWarning, iter_spans
+from .readers._base import warn
 from .readers._sources import STDIN
 
 Source = str | os.PathLike[str]
 
 __all__ = ["load", "runs"]
 
-# Present on every line that holds a spanreplay span: lines without it are skipped unparsed.
-_RUN_MARKER = sc.RUN_ID.encode()
+# On every line that holds a spanreplay span: runs() skips the other lines unparsed.
+_RUN_MARKER: Final = sc.RUN_ID.encode()
+# Run ids made of these characters appear verbatim inside a JSON string, whoever
+# wrote the JSON (no producer escapes them), so `"run_id"` finds exactly its lines.
+_VERBATIM = re.compile(r"[A-Za-z0-9_.:+-]+")
+_SHOWN: Final = 10
 
 
 def runs(source: Source) -> list[RunSummary]:
-    """The spanreplay runs in a source, oldest first. Empty when it holds none."""
-    if _is_postgres(source):
-        from .postgres import runs as postgres_runs
+    """The spanreplay runs in a source, oldest first. Empty when it holds none.
 
-        return postgres_runs(os.fspath(source))
+    Args:
+        source: a trace file, a directory, a glob, or ``-`` for stdin.
+
+    Raises:
+        TraceFormatError: the source cannot be read (the message names the file and line).
+    """
     return _summaries(iter_spans(source, contains=_RUN_MARKER))
 
 
@@ -36,119 +53,182 @@ def load(source: Source, run_id: str | None = None) -> EventLog:
     """The EventLog of one run, ordered by seq, duplicates dropped, payloads verified.
 
     Args:
-        source: a trace file, a directory, a glob, ``-`` for stdin, or a Postgres
-            DSN (``postgresql://...``).
+        source: a trace file, a directory, a glob, or ``-`` for stdin.
         run_id: the run to load; may be left out when the source holds exactly one.
 
     Raises:
-        RunNotFoundError: the run is not in the source (the message lists those that are).
-        TraceFormatError: the source cannot be read, or spans of the run were lost.
+        RunNotFoundError: the run is not in the source (the message lists those that are),
+            or no run id was given and the source holds several runs or none.
+        TraceFormatError: the source cannot be read, or spans of a completed run were lost.
         PayloadIntegrityError: a payload was cut or altered on the way.
+        SchemaVersionError: the run was recorded by a newer spanreplay.
     """
-    if _is_postgres(source):
-        from .postgres import load as postgres_load
+    name = os.fspath(source)
+    if name == STDIN:
+        return _load_stdin(run_id)
+    if run_id is None:
+        run_id = _only_run(runs(source), name)
+    spans = [s for s in iter_spans(source, contains=_needle(run_id)) if s.attributes.get(sc.RUN_ID) == run_id]
+    if not spans:
+        raise _not_found(run_id, name, _listed(source))
+    return _build(run_id, spans, source)
 
-        return postgres_load(os.fspath(source), run_id)
-    spans: Iterable[SpanRecord]
-    if os.fspath(source) == STDIN:
-        # stdin can be read once: keep its spanreplay spans to pick the run from.
-        spans = list(iter_spans(source, contains=_RUN_MARKER))
-        if run_id is None:
-            run_id = _only_run(_summaries(spans), source)
-    elif run_id is None:
-        run_id = _only_run(runs(source), source)
-        spans = iter_spans(source, contains=run_id.encode())
+
+def _load_stdin(run_id: str | None) -> EventLog:
+    # stdin can be read once: every spanreplay line is parsed, and only the wanted
+    # run's spans are kept (all runs' when the run is to be picked from them).
+    by_run: dict[str, list[SpanRecord]] = {}
+    for span in iter_spans(STDIN, contains=_RUN_MARKER if run_id is None else _needle(run_id)):
+        found = span.attributes.get(sc.RUN_ID)
+        if isinstance(found, str) and (run_id is None or found == run_id):
+            by_run.setdefault(found, []).append(span)
+    if run_id is None:
+        run_id = _only_run(_summaries(s for spans in by_run.values() for s in spans), "stdin")
+    if run_id not in by_run:
+        raise _not_found(run_id, "stdin", None)
+    return _build(run_id, by_run[run_id], STDIN)
+
+
+def _needle(run_id: str) -> bytes:
+    return b'"' + run_id.encode() + b'"' if _VERBATIM.fullmatch(run_id) else _RUN_MARKER
+
+
+def _listed(source: Source) -> list[str] | None:
+    """The runs in a source, for an error message; None when listing them fails too."""
+    try:
+        return [r.run_id for r in runs(source)]
+    except SpanReplayError:
+        return None
+
+
+def _not_found(run_id: str, name: str, found: list[str] | None) -> RunNotFoundError:
+    if found:
+        listed = ", ".join(found[-5:])
+        holds = f" It holds {len(found)} run{'s' if len(found) != 1 else ''}, the latest: {listed}."
+    elif found is None:
+        holds = ""
     else:
-        spans = iter_spans(source, contains=run_id.encode())
-    return _build(run_id, _dedupe(s for s in spans if s.attributes.get(sc.RUN_ID) == run_id), source)
+        holds = " It holds no spanreplay runs."
+    return RunNotFoundError(
+        f"Run {run_id} is not in {name}.{holds} spanreplay runs SOURCE lists the runs a source holds.",
+        run_id=run_id,
+        available=tuple(found or ()),
+    )
 
 
-def _is_postgres(source: Source) -> bool:
-    # A DSN, not a path: the run is read from agent_steps (see spanreplay.postgres).
-    return os.fspath(source).startswith(("postgresql://", "postgres://"))
-
-
-def _only_run(found: list[RunSummary], source: Source) -> str:
+def _only_run(found: list[RunSummary], name: str) -> str:
     if len(found) == 1:
         return found[0].run_id
     if not found:
         raise RunNotFoundError(
-            f"{os.fspath(source)} holds no spanreplay runs; record one with spanreplay.record() "
-            "(or spanreplay demo) and load the directory it wrote to.",
+            f"{name} holds no spanreplay runs; record one with spanreplay.record() (or spanreplay demo) "
+            "and load the directory it wrote to.",
             run_id=None,
         )
     listed = ", ".join(r.run_id for r in found[-5:])
     raise RunNotFoundError(
-        f"{os.fspath(source)} holds {len(found)} runs; name one (the latest: {listed}). "
+        f"{name} holds {len(found)} runs, so name the one to load (the latest: {listed}); "
         "spanreplay runs SOURCE lists them all.",
         run_id=None,
         available=tuple(r.run_id for r in found),
     )
 
 
-def _dedupe(spans: Iterable[SpanRecord]) -> Iterator[SpanRecord]:
-    """One span per (trace id, span id), preferring the copy that ended."""
+def _dedupe(spans: Iterable[SpanRecord]) -> list[SpanRecord]:
+    """One span per (trace id, span id), preferring the copy that ended last."""
     seen: dict[tuple[str, str], SpanRecord] = {}
     for span in spans:
         previous = seen.get(span.key)
         if previous is None or span.end_ns > previous.end_ns:
             seen[span.key] = span
-    return iter(seen.values())
+    return list(seen.values())
 
 
 def _build(run_id: str, spans: Iterable[SpanRecord], source: Source) -> EventLog:
+    name = os.fspath(source)
     root: SpanRecord | None = None
-    events = []
-    by_seq: dict[int, Any] = {}
-    for span in spans:
+    by_seq: dict[int, tuple[Event, SpanRecord]] = {}
+    by_call: dict[str, tuple[Event, SpanRecord]] = {}
+    for span in _dedupe(spans):
         if _codec.is_run_span(span):
-            if root is None or span.end_ns > root.end_ns:
-                root = span
+            if root is not None and root.key != span.key:
+                raise _shared_run_id(run_id, f"two run spans ({root.origin} and {span.origin})", span.origin)
+            root = span
         elif _codec.is_boundary_span(span):
             event = _codec.span_to_event(span)
-            other = by_seq.get(event.seq)
-            if other is not None and other.call_id != event.call_id:
+            if event.seq < 1:
                 raise TraceFormatError(
-                    f"Run {run_id} has two different spans at seq {event.seq} ({other.call_id} and "
-                    f"{event.call_id}, {span.origin}); two runs share one run id. Record again with "
-                    "distinct run ids.",
+                    f"Run {run_id} has a span with seq {event.seq} ({span.origin}); spanreplay numbers "
+                    "boundaries from 1, so the file was edited or not written by spanreplay.",
                     source=span.origin,
                 )
-            by_seq[event.seq] = event
-            events.append(event)
-    if root is None and not events:
-        found = [r.run_id for r in runs(source)] if os.fspath(source) != STDIN else []
-        listed = f" It holds: {', '.join(found[-5:])}." if found else " It holds no spanreplay runs."
-        raise RunNotFoundError(
-            f"Run {run_id} is not in {os.fspath(source)}.{listed} spanreplay runs SOURCE lists them.",
-            run_id=run_id,
-            available=tuple(found),
-        )
+            # Retried copies were merged above: a second span at one seq is a second recording.
+            for found in (by_seq.get(event.seq), by_call.get(event.call_id)):
+                if found is not None:
+                    other, other_span = found
+                    raise _shared_run_id(
+                        run_id,
+                        f"two spans for {other.call_id} at seq {other.seq} ({other_span.origin}) and "
+                        f"{event.call_id} at seq {event.seq} ({span.origin})",
+                        span.origin,
+                    )
+            by_seq[event.seq] = by_call[event.call_id] = (event, span)
     info = _codec.span_to_run(root) if root is not None else RunInfo(run_id=run_id, status=sc.RUN_STATUS_CRASHED)
-    _check_gaps(info, by_seq, source)
-    return EventLog(info, tuple(events))
+    missing = _missing(info, sorted(by_seq))
+    if missing is not None:
+        listed, last = missing
+        if info.status == sc.RUN_STATUS_CRASHED:
+            # Boundaries still running when the process died never ended, so never got written.
+            warn(
+                f"Run {run_id} crashed; the boundaries at seq {listed} were still running and left no span, "
+                "so replay stops matching there."
+            )
+        else:
+            raise TraceFormatError(
+                f"Run {run_id} in {name} is missing the spans at seq {listed} of {last}: they were lost on "
+                "the way (an exporter dropped them, or a file of the run is missing). Load the run's own "
+                f"trace file from the recording machine, or every file the Collector exported.{_damage(source)}",
+                source=name,
+            )
+    return EventLog(info, tuple(event for event, _ in by_seq.values()))
 
 
-def _check_gaps(info: RunInfo, by_seq: dict[int, Any], source: Source) -> None:
-    last = info.steps if info.steps is not None else max(by_seq, default=0)
-    missing = [seq for seq in range(1, last + 1) if seq not in by_seq]
-    if not missing:
-        return
-    shown = ", ".join(map(str, missing[:10])) + (" ..." if len(missing) > 10 else "")
-    if info.status == sc.RUN_STATUS_CRASHED:
-        # Boundaries still running when the process died never ended, so never got written.
-        warnings.warn(
-            f"Run {info.run_id} crashed; the boundaries at seq {shown} were still running and left no span.",
-            SpanReplayWarning,
-            stacklevel=3,
-        )
-        return
-    raise TraceFormatError(
-        f"Run {info.run_id} in {os.fspath(source)} is missing the spans at seq {shown} of {last}: they "
-        "were lost on the way (an exporter dropped them, or a file of the run is missing). Load the "
-        "run's own trace file from the recording machine, or all the Collector's export files.",
-        source=os.fspath(source),
+def _shared_run_id(run_id: str, what: str, origin: str) -> TraceFormatError:
+    return TraceFormatError(
+        f"Run {run_id} holds {what}: two recordings share one run id. Load each from its own file, "
+        "or record again with distinct run ids.",
+        source=origin,
     )
+
+
+def _missing(info: RunInfo, present: list[int]) -> tuple[str, int] | None:
+    """The missing seqs as text (the first few, then a count) and the last seq, or None."""
+    last = info.steps if info.steps is not None else (present[-1] if present else 0)
+    missing, expected = 0, 1
+    shown: list[int] = []
+    # Walk the gaps rather than every seq: a bogus step count must not make this loop forever.
+    for seq in [*(s for s in present if s <= last), last + 1]:
+        if seq > expected:
+            missing += seq - expected
+            shown.extend(range(expected, min(seq, expected + _SHOWN - len(shown))))
+        expected = seq + 1
+    if not missing:
+        return None
+    return ", ".join(map(str, shown)) + (f" and {missing - len(shown)} more" if missing > len(shown) else ""), last
+
+
+def _damage(source: Source) -> str:
+    """A damaged line the run filter skipped, which may have held the lost spans."""
+    if os.fspath(source) == STDIN:
+        return ""  # read once, already consumed
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", SpanReplayWarning)
+            for _ in iter_spans(source):
+                pass
+    except TraceFormatError as exc:
+        return f" The source is also damaged, which may be where they went: {exc}"
+    return ""
 
 
 def _summaries(spans: Iterable[SpanRecord]) -> list[RunSummary]:
@@ -167,38 +247,41 @@ def _summaries(spans: Iterable[SpanRecord]) -> list[RunSummary]:
             steps.setdefault(run_id, set()).add(span.key)
             if run_id not in first or span.start_ns < first[run_id].start_ns:
                 first[run_id] = span
-    out = []
-    for run_id in roots.keys() | steps.keys():
-        root = roots.get(run_id)
-        error: str | None = None
-        if root is not None:
-            try:
-                info = _codec.span_to_run(root)
-                error = str(info.error) if info.error else None
-            except (PayloadIntegrityError, TraceFormatError) as exc:
-                info = RunInfo(run_id=run_id, status=str(root.attributes.get(sc.RUN_STATUS, "error")))
-                error = f"(unreadable error payload: {exc})"
-        else:
-            any_span = first[run_id]
-            info = RunInfo(
-                run_id=run_id,
-                status=sc.RUN_STATUS_CRASHED,
-                trace_id=any_span.trace_id,
-                start_ns=any_span.start_ns,
-                service_name=str(any_span.resource.get(sc.SERVICE_NAME, "")),
-            )
-        out.append(
-            RunSummary(
-                run_id=run_id,
-                agent=info.agent,
-                status=info.status,
-                error=error,
-                steps=len(steps.get(run_id, ())),
-                trace_id=info.trace_id,
-                start_ns=info.start_ns,
-                end_ns=info.end_ns,
-                service_name=info.service_name,
-            )
-        )
+    out = [
+        _summary(run_id, roots.get(run_id), first.get(run_id), len(steps.get(run_id, ())))
+        for run_id in roots.keys() | first.keys()
+    ]
     out.sort(key=lambda r: (r.start_ns, r.run_id))
     return out
+
+
+def _summary(run_id: str, root: SpanRecord | None, first: SpanRecord | None, steps: int) -> RunSummary:
+    error: str | None = None
+    if root is not None:
+        try:
+            info = _codec.span_to_run(root)
+            error = str(info.error) if info.error else None
+        except SpanReplayError as exc:
+            # A listing shows every run; the broken one says why (load() raises it).
+            info = RunInfo(run_id=run_id, status=str(root.attributes.get(sc.RUN_STATUS, sc.RUN_STATUS_ERROR)))
+            error = f"(unreadable run span: {exc})"
+    else:
+        assert first is not None  # a run id is listed because a root or a boundary carried it
+        info = RunInfo(
+            run_id=run_id,
+            status=sc.RUN_STATUS_CRASHED,
+            trace_id=first.trace_id,
+            start_ns=first.start_ns,
+            service_name=str(first.resource.get(sc.SERVICE_NAME, "")),
+        )
+    return RunSummary(
+        run_id=run_id,
+        agent=info.agent,
+        status=info.status,
+        error=error,
+        steps=steps,
+        trace_id=info.trace_id,
+        start_ns=info.start_ns,
+        end_ns=info.end_ns,
+        service_name=info.service_name,
+    )

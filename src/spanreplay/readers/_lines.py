@@ -16,13 +16,19 @@ BLOCK_BYTES = 1 << 20
 _NL = b"\n"
 
 
-def matching_lines(stream: IO[bytes], needle: bytes | None, *, start: int = 1) -> Iterator[tuple[int, bytes]]:
+def matching_lines(
+    stream: IO[bytes], needle: bytes | None, *, start: int = 1, head: bytes = b""
+) -> Iterator[tuple[int, bytes]]:
     """``(line number, line)`` for each line that contains ``needle`` (every line when None).
 
     Lines keep their ``\\n``; a last line without one was cut short or simply
-    not terminated, which the caller tells apart. ``start`` is the number of the
-    first line the stream will give.
+    not terminated, which the caller tells apart. ``head`` is one whole line
+    already read from the stream (while sniffing), numbered ``start``.
     """
+    if head:
+        if needle is None or needle in head:
+            yield start, head
+        start += 1
     if needle is None:
         yield from enumerate(stream, start)
         return

@@ -173,7 +173,12 @@ def _peek(stream: IO[bytes], size: int) -> bytes:
 
 
 def _read(name: str, stream: IO[bytes], contains: bytes | None, explicit: bool) -> Iterator[SpanRecord]:
-    first, lineno = _first_line(stream)
+    first: bytes | None
+    head = _peek(stream, 64).removeprefix(_BOM).lstrip()
+    if head and head[:1] not in b"{[":
+        first, lineno = head, 1  # not JSON: no need to read what may be one long binary "line"
+    else:
+        first, lineno = _first_line(stream)
     if first is None:
         if explicit:
             raise TraceFormatError(f"{name} is empty: it holds no trace. {_FORMATS}.", source=name)
@@ -189,22 +194,29 @@ def _read(name: str, stream: IO[bytes], contains: bytes | None, explicit: bool) 
     try:
         doc = orjson.loads(first)
     except orjson.JSONDecodeError as exc:
-        if not first.endswith(b"\n") and _cut_short(exc, first):
-            # One line, cut short: the writer was killed while writing its only span.
+        if not _cut_short(exc, first):
+            # A syntax error inside the first line: JSON lines with a bad line, which
+            # the filter may skip (another run's) or which fails naming its line.
+            yield from _read_lines(name, stream, contains, lineno, head=first)
+        elif not first.endswith(b"\n"):
+            # One line, cut short: the writer was stopped while writing its only span.
             warn(f"{name}:{lineno}: the only line is cut short (the writer was stopped while writing it).")
-            return
-        # Not one value per line: a JSON document spread over many lines.
-        yield from _read_document(name, first + stream.read(), explicit)
+        else:
+            # The start of a JSON document spread over many lines.
+            yield from _read_document(name, first + stream.read(), explicit)
         return
     try:
-        yield from _spans(doc, name, lineno)
+        _classify(doc)
     except NotATrace as exc:
         if explicit:
             raise _format_error(exc, name, lineno) from None
         warn(f"Skipped {name}: {exc}, so it is not a trace file.")
         return
-    except MalformedTrace as exc:
-        raise _format_error(exc, name, lineno) from None
+    if contains is None or contains in first:
+        try:
+            yield from _spans(doc, name, lineno)
+        except MalformedTrace as exc:
+            raise _format_error(exc, name, lineno) from None
     yield from _read_lines(name, stream, contains, lineno + 1)
 
 
@@ -223,11 +235,26 @@ def _first_line(stream: IO[bytes]) -> tuple[bytes | None, int]:
 
 def _cut_short(exc: orjson.JSONDecodeError, line: bytes) -> bool:
     """The parser ran out of input: the text is a prefix of valid JSON, not a syntax error."""
-    return exc.pos >= len(line.rstrip())
+    doc = exc.doc if isinstance(exc.doc, str) else ""
+    if doc:
+        return exc.pos >= len(doc.rstrip())  # pos counts characters, not bytes
+    # orjson keeps no text when the bytes are not UTF-8: a cut can split a character.
+    try:
+        line.decode()
+    except UnicodeDecodeError as bad:
+        if bad.reason != "unexpected end of data":
+            return False
+        try:
+            orjson.loads(line[: bad.start])
+        except orjson.JSONDecodeError as inner:
+            return bool(inner.doc) and _cut_short(inner, line[: bad.start])
+    return False
 
 
-def _read_lines(name: str, stream: IO[bytes], contains: bytes | None, start: int) -> Iterator[SpanRecord]:
-    for lineno, line in matching_lines(stream, contains, start=start):
+def _read_lines(
+    name: str, stream: IO[bytes], contains: bytes | None, start: int, head: bytes = b""
+) -> Iterator[SpanRecord]:
+    for lineno, line in matching_lines(stream, contains, start=start, head=head):
         if line.isspace():
             continue
         try:
@@ -284,31 +311,53 @@ def _format_error(exc: MalformedTrace, name: str, lineno: int | None) -> TraceFo
 
 def _spans(doc: Any, name: str, lineno: int | None) -> Iterator[SpanRecord]:
     origin = f"{name}:{lineno}" if lineno is not None else name
+    for item in _classify(doc):
+        yield from _dispatch(item, origin)
+
+
+def _classify(doc: Any) -> list[Mapping[str, Any]]:
+    """The trace documents in a parsed JSON value; NotATrace when it is something else."""
     if isinstance(doc, list):
         # Some tools save a list of traces (Jaeger) or of OTLP documents.
         if not all(isinstance(item, Mapping) for item in doc):
             raise NotATrace("its top level is an array of something other than trace objects")
-        for item in doc:
-            yield from _dispatch(item, origin)
+        items: list[Mapping[str, Any]] = doc
     elif isinstance(doc, Mapping):
-        yield from _dispatch(doc, origin)
+        items = [doc]
     else:
         raise NotATrace(f"its top level is a JSON {type(doc).__name__}, not an object")
+    for item in items:
+        if _format_of(item) is None:
+            keys = ", ".join(sorted(map(str, item))[:6]) or "none"
+            raise NotATrace(
+                f"its top-level keys ({keys:.200}) are neither OTLP's resourceSpans nor Jaeger's data/spans"
+            )
+    return items
+
+
+def _format_of(doc: Mapping[str, Any]) -> str | None:
+    result, trace = doc.get("result"), doc.get("trace")
+    if "resourceSpans" in doc or "batches" in doc:
+        return "otlp"
+    if isinstance(result, Mapping) and "resourceSpans" in result:
+        return "otlp-result"  # Jaeger api/v3
+    if isinstance(trace, Mapping) and ("resourceSpans" in trace or "batches" in trace):
+        return "otlp-trace"  # Tempo api/v2
+    if isinstance(doc.get("data"), list) or _jaeger_json.is_jaeger_trace(doc):
+        return "jaeger"
+    if any(key in doc for key in _OTHER_SIGNALS):
+        return "other-signal"  # OTLP logs, metrics or profiles: valid, but no spans
+    return None
 
 
 def _dispatch(doc: Mapping[str, Any], origin: str) -> Iterator[SpanRecord]:
-    result, trace = doc.get("result"), doc.get("trace")
-    if "resourceSpans" in doc or "batches" in doc:
+    kind = _format_of(doc)
+    if kind == "otlp":
         yield from _otlp_json.spans_from_document(doc, origin)
-    elif isinstance(result, Mapping) and "resourceSpans" in result:
-        yield from _otlp_json.spans_from_document(result, origin)  # Jaeger api/v3
-    elif isinstance(trace, Mapping) and ("resourceSpans" in trace or "batches" in trace):
-        yield from _otlp_json.spans_from_document(trace, origin)  # Tempo api/v2
-    elif isinstance(doc.get("data"), list) or _jaeger_json.is_jaeger_trace(doc):
+    elif kind == "otlp-result":
+        yield from _otlp_json.spans_from_document(doc["result"], origin)
+    elif kind == "otlp-trace":
+        yield from _otlp_json.spans_from_document(doc["trace"], origin)
+    elif kind == "jaeger":
         for jaeger_trace in _jaeger_json.traces_of(doc):
             yield from _jaeger_json.spans_from_trace(jaeger_trace, origin)
-    elif any(key in doc for key in _OTHER_SIGNALS):
-        return  # OTLP logs, metrics or profiles: a valid file that holds no spans
-    else:
-        keys = ", ".join(sorted(map(str, doc))[:6]) or "none"
-        raise NotATrace(f"its top-level keys ({keys:.200}) are neither OTLP's resourceSpans nor Jaeger's data/spans")
