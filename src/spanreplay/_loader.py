@@ -41,11 +41,16 @@ def runs(source: Source) -> list[RunSummary]:
     """The spanreplay runs in a source, oldest first. Empty when it holds none.
 
     Args:
-        source: a trace file, a directory, a glob, or ``-`` for stdin.
+        source: a trace file, a directory, a glob, ``-`` for stdin, or a Postgres
+            DSN (``postgresql://...``).
 
     Raises:
         TraceFormatError: the source cannot be read (the message names the file and line).
     """
+    if _is_postgres(source):
+        from .postgres import runs as postgres_runs
+
+        return postgres_runs(os.fspath(source))
     return _summaries(iter_spans(source, contains=_RUN_MARKER))
 
 
@@ -53,7 +58,8 @@ def load(source: Source, run_id: str | None = None) -> EventLog:
     """The EventLog of one run, ordered by seq, duplicates dropped, payloads verified.
 
     Args:
-        source: a trace file, a directory, a glob, or ``-`` for stdin.
+        source: a trace file, a directory, a glob, ``-`` for stdin, or a Postgres
+            DSN (``postgresql://...``).
         run_id: the run to load; may be left out when the source holds exactly one.
 
     Raises:
@@ -63,6 +69,10 @@ def load(source: Source, run_id: str | None = None) -> EventLog:
         PayloadIntegrityError: a payload was cut or altered on the way.
         SchemaVersionError: the run was recorded by a newer spanreplay.
     """
+    if _is_postgres(source):
+        from .postgres import load as postgres_load
+
+        return postgres_load(os.fspath(source), run_id)
     name = os.fspath(source)
     if name == STDIN:
         return _load_stdin(run_id)
@@ -72,6 +82,11 @@ def load(source: Source, run_id: str | None = None) -> EventLog:
     if not spans:
         raise _not_found(run_id, name, _listed(source))
     return _build(run_id, spans, source)
+
+
+def _is_postgres(source: Source) -> bool:
+    # A DSN, not a path: the run is read from agent_steps (spanreplay.postgres).
+    return os.fspath(source).startswith(("postgresql://", "postgres://"))
 
 
 def _load_stdin(run_id: str | None) -> EventLog:
