@@ -429,6 +429,46 @@ def test_replay_where_a_run_that_succeeded_now_fails_exits_3(agent: ModuleType, 
     assert "recorded run did not fail" in result.stderr
 
 
+def test_replay_rebuilds_an_error_recorded_by_the_entry_run_as_a_script(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    name = f"shop_script_{uuid.uuid4().hex[:8]}"
+    (tmp_path / f"{name}.py").write_text(
+        textwrap.dedent(
+            """
+            import spanreplay
+
+            class OutOfStock(Exception):
+                pass
+
+            @spanreplay.tool
+            def reserve(sku: str) -> dict:
+                raise OutOfStock(f"{sku} is out of stock")
+
+            def main():
+                return reserve("sku-1")
+
+            if __name__ == "__main__":
+                spanreplay.configure(trace_dir="traces")
+                with spanreplay.record(agent="script") as run:
+                    print(run.run_id, flush=True)
+                    main()
+            """
+        )
+    )
+    proc = subprocess.run([sys.executable, f"{name}.py"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1
+    run_id = proc.stdout.split()[0]
+    assert spanreplay.runs(tmp_path / "traces")[0].error == "__main__.OutOfStock: sku-1 is out of stock"
+    monkeypatch.chdir(tmp_path)
+    try:
+        result = invoke("replay", "traces", run_id, "--entry", f"{name}:main")
+    finally:
+        sys.modules.pop(name, None)
+    assert result.exit_code == EXIT_REPRODUCED, result.output
+    assert "reproduced: OutOfStock: sku-1 is out of stock was raised again at seq 1" in result.stdout
+
+
 # --- replay: bad --entry and options ------------------------------------------------------------
 
 

@@ -95,8 +95,8 @@ def cli(ctx: click.Context, debug: bool) -> None:
     spanreplay replay traces/ RUN --entry m:main  run the agent code against the recording
 
     Exit codes: 0 ok, 2 bad input (an unreadable source, an unknown run, a bad
-    option); replay adds 1 (failure reproduced) and 3 (divergence), see
-    spanreplay replay --help.
+    option), 4 a bug in spanreplay itself; replay adds 1 (failure reproduced)
+    and 3 (divergence), see spanreplay replay --help.
     """
     ctx.ensure_object(CliState).debug = debug
 

@@ -3,24 +3,28 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import importlib
 import inspect
 import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from types import ModuleType
 from typing import Any
 
 import click
 from rich.text import Text
 
 from .. import _semconv as sc
-from .._events import Event, EventLog
+from .._codec import rebuild_error, register_error_rebuilder
+from .._events import ErrorInfo, Event, EventLog
 from .._run import ReplayingRun, replay
-from ..errors import ReplayDivergenceError
+from ..errors import RecordedError, ReplayDivergenceError
 from ._common import (
     EXIT_BAD_INPUT,
     EXIT_DIVERGED,
+    EXIT_INTERNAL,
     EXIT_OK,
     EXIT_REPRODUCED,
     BadInput,
@@ -38,6 +42,7 @@ Exit codes:
      cannot be imported, a bad option
   {EXIT_DIVERGED}  divergence: the code stopped matching the recording (a different
      or extra call, a changed input, steps left over, another outcome)
+  {EXIT_INTERNAL}  spanreplay itself failed (a bug: run again with --debug and report it)
 """
 
 
@@ -68,6 +73,8 @@ def replay_command(source: str, run_id: str | None, entry: str, ignore_paths: Se
     with _cwd_on_path():
         function = load_entry(entry)
         replaying = replay(source, run_id, ignore_paths=ignore_paths)
+        _script_errors.register()
+        _script_errors.module = sys.modules.get(entry.partition(":")[0])
         run_info = replaying.events.run
         console().print(
             Text.assemble(
@@ -78,8 +85,41 @@ def replay_command(source: str, run_id: str | None, entry: str, ignore_paths: Se
                 f", {len(replaying.events)} steps) with {entry}",
             )
         )
-        code = run_entry(replaying, function)
+        try:
+            code = run_entry(replaying, function)
+        finally:
+            _script_errors.module = None
     raise click.exceptions.Exit(code)
+
+
+class _ScriptErrors:
+    """Rebuilds exceptions recorded under ``__main__`` from the entry module.
+
+    An agent recorded by running its file as a script (``python agent.py``)
+    records its own exception types as ``__main__.X``; replayed through
+    ``--entry agent:main`` the same class is ``agent.X``. Without this the
+    recorded failure would come back as a RecordedError and not match.
+    Registered once per process; it acts only while a replay command runs.
+    """
+
+    def __init__(self) -> None:
+        self.module: ModuleType | None = None
+        self.registered = False
+
+    def register(self) -> None:
+        if not self.registered:
+            register_error_rebuilder(self)
+            self.registered = True
+
+    def __call__(self, info: ErrorInfo) -> BaseException | None:
+        module = self.module
+        if module is None or info.module != "__main__" or module.__name__ == "__main__":
+            return None
+        rebuilt = rebuild_error(dataclasses.replace(info, module=module.__name__))
+        return None if isinstance(rebuilt, RecordedError) else rebuilt
+
+
+_script_errors = _ScriptErrors()
 
 
 def run_entry(replaying: ReplayingRun, function: Callable[[], Any]) -> int:
