@@ -26,6 +26,7 @@ from ._common import BadInput, console, warn
 _DURATION: Final = re.compile(r"^\s*(\d{1,6})\s*([smhdw])\s*$")
 _UNITS: Final = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 _RUN_DATE: Final = re.compile(r"^run_(\d{8}_\d{6})_")
+_LONGEST: Final = timedelta(days=365_250)
 
 
 def parse_duration(text: str, option: str) -> timedelta:
@@ -33,7 +34,10 @@ def parse_duration(text: str, option: str) -> timedelta:
     match = _DURATION.match(text)
     if not match:
         raise BadInput(f"{option} {text!r} is not a duration; write a whole number and a unit: 30m, 12h, 7d or 2w.")
-    return timedelta(**{_UNITS[match.group(2)]: int(match.group(1))})
+    delta = timedelta(**{_UNITS[match.group(2)]: int(match.group(1))})
+    if delta > _LONGEST:
+        raise BadInput(f"{option} {text!r} reaches back before any date a run can have; keep runs at most 1000 years.")
+    return delta
 
 
 def run_date(run_id: str) -> datetime | None:

@@ -94,7 +94,7 @@ def failure(dsn: str, doing: str, exc: BaseException) -> PostgresError:
     hint = ""
     if isinstance(exc, psycopg.errors.UndefinedTable):
         hint = f" The spanreplay tables are missing: run `spanreplay db upgrade {describe(dsn)}` first."
-    elif isinstance(exc, psycopg.errors.QueryCanceled):
+    elif isinstance(exc, (psycopg.errors.QueryCanceled, psycopg.errors.LockNotAvailable)):
         hint = " The server was too slow (statement or lock timeout); retry, or raise the timeout."
     elif isinstance(exc, psycopg.OperationalError):
         hint = " Check that the server is running and reachable."

@@ -32,7 +32,10 @@ def attach(
     batch = os.environ.get(MODE_VARIABLE, "").lower() in ("batch", "batched")
     dsn = postgres if isinstance(postgres, str) else os.environ.get(DSN_VARIABLE) or None
     if previous is not None:
-        same = postgres is previous if isinstance(postgres, PostgresSpanProcessor) else (previous.dsn, previous.batch) == (dsn, batch)
+        if isinstance(postgres, PostgresSpanProcessor):
+            same = postgres is previous
+        else:
+            same = (previous.dsn, previous.batch) == (dsn, batch)
         if same:
             previous.enabled = True
             return previous

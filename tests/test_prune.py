@@ -1,0 +1,167 @@
+"""``spanreplay prune`` on trace directories: retention by status, dates from run ids."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from hypothesis import given
+from hypothesis import strategies as st
+
+import spanreplay
+from spanreplay.cli import cli
+from spanreplay.cli._prune import run_date
+
+
+def _run_id(days_ago: float) -> str:
+    when = datetime.now(UTC) - timedelta(days=days_ago)
+    return f"run_{when:%Y%m%d_%H%M%S}_{uuid.uuid4().hex[:8]}"
+
+
+def _record(trace_dir: Path, days_ago: float, outcome: str, run_id: str | None = None) -> str:
+    """One run dated ``days_ago``: ok, error, or crashed (the run span never ended)."""
+    run_id = run_id or _run_id(days_ago)
+    try:
+        with spanreplay.record(agent="dated", run_id=run_id):
+            spanreplay.boundary("tool", "t", {"n": 1}, lambda: 1)
+            if outcome == "error":
+                raise ValueError("bad")
+    except ValueError:
+        pass
+    if outcome == "crashed":
+        path = trace_dir / f"{run_id}.jsonl"
+        lines = path.read_bytes().splitlines(keepends=True)
+        path.write_bytes(b"".join(lines[:-1]))  # as after SIGKILL: the run span's end was never written
+    return run_id
+
+
+def _files(trace_dir: Path) -> set[str]:
+    return {p.name.removesuffix(".jsonl") for p in trace_dir.iterdir()}
+
+
+def test_prune_removes_exactly_the_run_files_past_their_retention(trace_dir: Path) -> None:
+    keep = [
+        _record(trace_dir, 1, "ok"),
+        _record(trace_dir, 6.9, "ok"),
+        _record(trace_dir, 8, "error"),
+        _record(trace_dir, 89, "crashed"),
+    ]
+    drop = [_record(trace_dir, 7.1, "ok"), _record(trace_dir, 91, "error"), _record(trace_dir, 120, "crashed")]
+    assert spanreplay.load(trace_dir, drop[2]).run.status == "crashed"
+    result = CliRunner().invoke(cli, ["prune", str(trace_dir)])
+    assert result.exit_code == 0, result.output
+    assert _files(trace_dir) == set(keep)
+    removed = [line.split() for line in result.output.splitlines() if line.startswith("removed ")]
+    assert {words[1]: words[2] for words in removed} == {drop[0]: "ok", drop[1]: "error", drop[2]: "crashed"}
+    assert all(str(trace_dir) in " ".join(words) for words in removed)  # each line names the file it deleted
+    assert "Removed 3 run(s) (1 ok older than 7d, 2 failed or crashed older than 90d); kept 4." in result.output
+
+
+def test_a_dry_run_prints_the_same_runs_and_removes_nothing(trace_dir: Path) -> None:
+    old = _record(trace_dir, 30, "ok")
+    young = _record(trace_dir, 0, "ok")
+    dry = CliRunner().invoke(cli, ["prune", str(trace_dir), "--dry-run"])
+    assert dry.exit_code == 0, dry.output
+    assert [line.split()[2] for line in dry.output.splitlines() if line.startswith("would remove ")] == [old]
+    assert "Would remove 1 run(s)" in dry.output
+    assert _files(trace_dir) == {old, young}
+
+
+def test_a_duration_past_any_date_is_refused() -> None:
+    result = CliRunner().invoke(cli, ["prune", "/nonexistent/spanreplay-prune", "--success", "999999w"])
+    assert result.exit_code == 2
+    assert "--success '999999w' reaches back before any date a run can have" in result.output
+
+
+def test_custom_windows_apply_by_status(trace_dir: Path) -> None:
+    ok = _record(trace_dir, 2, "ok")
+    failed = _record(trace_dir, 2, "error")
+    crashed = _record(trace_dir, 0.5, "crashed")
+    result = CliRunner().invoke(cli, ["prune", str(trace_dir), "--success", "1d", "--failure", "3d"])
+    assert result.exit_code == 0, result.output
+    assert _files(trace_dir) == {failed, crashed}
+    assert ok not in _files(trace_dir)
+    tighter = CliRunner().invoke(cli, ["prune", str(trace_dir), "--success", "1d", "--failure", "6h"])
+    assert tighter.exit_code == 0, tighter.output
+    assert _files(trace_dir) == set()
+
+
+def test_a_run_id_without_a_date_is_aged_by_its_start_time(trace_dir: Path) -> None:
+    _record(trace_dir, 0, "ok", run_id="nightly-build-42")
+    result = CliRunner().invoke(cli, ["prune", str(trace_dir), "--success", "1h"])
+    assert result.exit_code == 0, result.output
+    assert _files(trace_dir) == {"nightly-build-42"}  # it started just now
+    zero = CliRunner().invoke(cli, ["prune", str(trace_dir), "--success", "0s"])
+    assert zero.exit_code == 0, zero.output
+    assert _files(trace_dir) == set()
+
+
+def test_a_file_that_is_not_a_trace_is_kept_with_a_warning(trace_dir: Path) -> None:
+    old = _record(trace_dir, 200, "error")
+    notes = trace_dir / "notes.txt"
+    notes.write_text("not a trace\n")
+    result = CliRunner().invoke(cli, ["prune", str(trace_dir)])
+    assert result.exit_code == 0, result.output
+    assert notes.exists()
+    assert "kept" in result.output
+    assert "notes.txt" in result.output
+    assert old not in _files(trace_dir)
+
+
+def test_a_file_holding_runs_of_different_ages_is_kept_until_all_are_past_retention(trace_dir: Path) -> None:
+    old = _record(trace_dir, 100, "error")
+    young = _record(trace_dir, 1, "error")
+    merged = trace_dir / "collector-export.jsonl"
+    merged.write_bytes((trace_dir / f"{old}.jsonl").read_bytes() + (trace_dir / f"{young}.jsonl").read_bytes())
+    (trace_dir / f"{old}.jsonl").unlink()
+    (trace_dir / f"{young}.jsonl").unlink()
+    result = CliRunner().invoke(cli, ["prune", str(trace_dir)])
+    assert result.exit_code == 0, result.output
+    assert merged.exists()
+    assert "Removed 0 run(s)" in result.output
+
+
+def test_an_empty_directory_prunes_nothing(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["prune", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert "Removed 0 run(s)" in result.output
+
+
+def test_a_source_that_is_neither_a_directory_nor_a_dsn_is_refused(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["prune", str(tmp_path / "missing")])
+    assert result.exit_code == 2
+    assert "is not a directory or a Postgres DSN" in result.output
+
+
+def _refused(duration: str) -> None:
+    # A path that does not exist: nothing could be pruned even if the duration were taken.
+    result = CliRunner().invoke(cli, ["prune", "/nonexistent/spanreplay-prune", "--failure", duration])
+    assert result.exit_code == 2
+    assert f"--failure {duration!r} is not a duration" in result.output
+    assert "30m, 12h, 7d or 2w" in result.output
+
+
+@pytest.mark.parametrize("duration", ["7", "d", "7days", "-1d", "1.5d", "", "7 x", "1y", "9999999d"])
+def test_a_malformed_duration_is_refused_with_the_accepted_forms(duration: str) -> None:
+    _refused(duration)
+
+
+@given(st.text(alphabet=st.characters(blacklist_categories=("Nd",)), max_size=12))
+def test_a_duration_without_a_number_is_always_refused(duration: str) -> None:
+    _refused(duration)
+
+
+@pytest.mark.parametrize(
+    ("run_id", "expected"),
+    [
+        ("run_20261129_021503_a1b2c3d4", datetime(2026, 11, 29, 2, 15, 3, tzinfo=UTC)),
+        ("run_20261399_021503_a1b2c3d4", None),  # shaped like a date, but month 13
+        ("nightly-build-42", None),
+        ("run_2026112_021503_a1b2c3d4", None),
+    ],
+)
+def test_run_date_reads_the_utc_start_from_a_default_run_id(run_id: str, expected: datetime | None) -> None:
+    assert run_date(run_id) == expected
