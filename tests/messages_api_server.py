@@ -183,6 +183,11 @@ def stall(seconds: float) -> Reply:
 # --- the server ------------------------------------------------------------------------
 
 
+def _compact(value: Any) -> str:
+    # The API sends compact JSON; so does this server (a test can still send other bytes).
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
 def _last_user_text(body: dict[str, Any]) -> str:
     for msg in reversed(body.get("messages") or []):
         if msg.get("role") != "user":
@@ -221,6 +226,7 @@ class MessagesAPIServer:
         self._script: deque[Reply] = deque()
         self._lock = threading.Lock()
         self._request_ids = itertools.count(1)
+        self._stopped = False
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -252,6 +258,9 @@ class MessagesAPIServer:
 
     def stop(self) -> None:
         """Stop listening: later requests fail to connect, as with the network unplugged."""
+        if self._stopped:
+            return
+        self._stopped = True
         self._httpd.shutdown()
         self._httpd.server_close()
         self._thread.join(timeout=5)
@@ -311,7 +320,7 @@ class MessagesAPIServer:
     def _send_json(
         self, handler: BaseHTTPRequestHandler, status: int, body: Any, request_id: str, headers: dict[str, str]
     ) -> None:
-        data = json.dumps(body).encode()
+        data = _compact(body).encode()
         handler.send_response(status)
         handler.send_header("content-type", "application/json")
         handler.send_header("content-length", str(len(data)))
@@ -344,10 +353,37 @@ class MessagesAPIServer:
                 if answer.cut_after is not None and n >= answer.cut_after:
                     handler.connection.shutdown(socket.SHUT_RDWR)
                     return
-                handler.wfile.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
+                handler.wfile.write(f"event: {name}\ndata: {_compact(data)}\n\n".encode())
                 handler.wfile.flush()
                 if answer.event_gap:
                     time.sleep(answer.event_gap)
         except (BrokenPipeError, ConnectionResetError):
             # The client closed the stream early; that is its right.
             return
+
+
+# --- pytest fixtures (imported by the tests that use this server) ------------------------------
+
+try:
+    import pytest
+except ImportError:  # the module also runs as a plain server, without pytest
+    pytest = None  # type: ignore[assignment]
+
+if pytest is not None:
+    from collections.abc import Iterator
+
+    @pytest.fixture
+    def server() -> Iterator[MessagesAPIServer]:
+        """A fresh server per test; a test may stop it early to unplug the network."""
+        with MessagesAPIServer() as running:
+            yield running
+
+    @pytest.fixture
+    def instrumented() -> Iterator[None]:
+        """The Anthropic SDK instrumented for one test, restored afterwards."""
+        from spanreplay.instrumentation.anthropic import AnthropicInstrumentor
+
+        instrumentor = AnthropicInstrumentor()
+        instrumentor.instrument(zero_code=False)
+        yield
+        instrumentor.uninstrument()

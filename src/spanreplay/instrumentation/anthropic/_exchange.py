@@ -105,12 +105,21 @@ def _decode_body(raw: bytes, headers: Mapping[str, str], content_encoding: str |
         # httpx2 decodes gzip, deflate, brotli and zstd exactly as it does for the SDK.
         raw = httpx2.Response(200, headers={"content-encoding": content_encoding}, content=raw).content
     content_type = headers.get("content-type", "")
+    recorded: dict[str, Any]
     if content_type.startswith("text/event-stream"):
-        return {"events": parse_sse(raw)}
-    try:
-        return {"body": orjson.loads(raw)}
-    except orjson.JSONDecodeError:
-        return {"text": raw.decode("utf-8", "replace")}
+        recorded = {"events": parse_sse(raw)}
+        again = encode_sse(recorded["events"])
+    else:
+        try:
+            recorded = {"body": orjson.loads(raw)}
+        except orjson.JSONDecodeError:
+            return {"text": raw.decode("utf-8", "replace")}
+        again = orjson.dumps(recorded["body"])
+    if again != raw:
+        # The parsed form is what people read; replay serves these exact bytes, so an
+        # agent reading the raw body (with_streaming_response) sees what it saw.
+        recorded["raw"] = raw.decode("utf-8", "replace")
+    return recorded
 
 
 def _connection_error(exc: BaseException) -> dict[str, Any]:
@@ -422,7 +431,9 @@ class CallReplayer:
             raise APIConnectionError(message=str(error.get("message") or "Connection error."), request=request)
         if "raised" in attempt:
             raise _codec.rebuild_error(_codec.decode_error(orjson.dumps(attempt["raised"])))
-        if "events" in attempt:
+        if "raw" in attempt:
+            data = str(attempt["raw"]).encode()
+        elif "events" in attempt:
             data = encode_sse(attempt["events"])
         elif "body" in attempt:
             data = orjson.dumps(attempt["body"])
