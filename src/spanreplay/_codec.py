@@ -127,7 +127,7 @@ def read_payload(attributes: Mapping[str, Any], name: str, *, run_id: str, seq: 
     if isinstance(raw, str) and raw.startswith('["') and size_name in attributes:
         # Jaeger stores array attributes as JSON text: a chunked payload comes back as
         # '["chunk", ...]'. Its size tells the two apart: the text itself is longer.
-        raw = _jaeger_array(raw, int(attributes[size_name]))
+        raw = _jaeger_array(raw, _int_attr(attributes, size_name, origin))
     if isinstance(raw, str):
         data = raw.encode()
     elif isinstance(raw, (list, tuple)) and all(isinstance(c, str) for c in raw):
@@ -238,7 +238,7 @@ def decode_error(data: bytes, *, origin: str = "") -> ErrorInfo:
             args=tuple(args) if isinstance(args, list) else (),
             fields=dict(record.get("fields") or {}),
         )
-    except (orjson.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:
+    except (orjson.JSONDecodeError, KeyError, TypeError, AttributeError, ValueError) as exc:
         raise TraceFormatError(
             f"The recorded error payload is not the JSON object spanreplay writes ({origin}): {exc}.",
             source=origin,
@@ -302,7 +302,7 @@ def _int_attr(attributes: Mapping[str, Any], name: str, origin: str) -> int:
     value = attributes.get(name)
     try:
         return int(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: a double that is infinite
         raise TraceFormatError(
             f"Attribute {name} is {value!r}, not an integer ({origin}); the span was not "
             "written by spanreplay or was edited.",
@@ -399,6 +399,7 @@ def span_to_run(span: SpanRecord) -> RunInfo:
         start_ns=span.start_ns,
         end_ns=span.end_ns,
         service_name=str(span.resource.get(sc.SERVICE_NAME, "")),
-        steps=int(steps) if isinstance(steps, (int, str)) and str(steps).isdigit() else None,
+        # isdecimal, not isdigit: int() refuses superscripts; 18 digits keep int() in range.
+        steps=int(steps) if isinstance(steps, (int, str)) and str(steps).isdecimal() and len(str(steps)) < 19 else None,
         forked_from=attrs.get(sc.RUN_FORKED_FROM),
     )
