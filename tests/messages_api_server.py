@@ -22,7 +22,7 @@ import socket
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -362,28 +362,20 @@ class MessagesAPIServer:
             return
 
 
-# --- pytest fixtures (imported by the tests that use this server) ------------------------------
+# --- fixtures: test modules declare ``server = pytest.fixture(serve, name="server")`` -------------
 
-try:
-    import pytest
-except ImportError:  # the module also runs as a plain server, without pytest
-    pytest = None  # type: ignore[assignment]
 
-if pytest is not None:
-    from collections.abc import Iterator
+def serve() -> Iterator[MessagesAPIServer]:
+    """A fresh server per test; a test may stop it early to unplug the network."""
+    with MessagesAPIServer() as running:
+        yield running
 
-    @pytest.fixture
-    def server() -> Iterator[MessagesAPIServer]:
-        """A fresh server per test; a test may stop it early to unplug the network."""
-        with MessagesAPIServer() as running:
-            yield running
 
-    @pytest.fixture
-    def instrumented() -> Iterator[None]:
-        """The Anthropic SDK instrumented for one test, restored afterwards."""
-        from spanreplay.instrumentation.anthropic import AnthropicInstrumentor
+def instrument() -> Iterator[None]:
+    """The Anthropic SDK instrumented for one test, restored afterwards."""
+    from spanreplay.instrumentation.anthropic import AnthropicInstrumentor
 
-        instrumentor = AnthropicInstrumentor()
-        instrumentor.instrument(zero_code=False)
-        yield
-        instrumentor.uninstrument()
+    instrumentor = AnthropicInstrumentor()
+    instrumentor.instrument(zero_code=False)
+    yield
+    instrumentor.uninstrument()

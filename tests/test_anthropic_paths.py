@@ -25,14 +25,16 @@ from messages_api_server import (
     Reply,
     api_error,
     drop_connection,
+    instrument,
     reply,
+    serve,
     stall,
     text,
     tool_use,
 )
 
-# The server fixtures (server, instrumented) come with the server module.
-pytest_plugins = ["messages_api_server"]
+server = pytest.fixture(serve, name="server")
+instrumented = pytest.fixture(instrument, name="instrumented")
 
 USER = [{"role": "user", "content": "Where is my order A-17?"}]
 ARGS: dict[str, Any] = {"model": MODEL, "max_tokens": 256, "messages": USER}
