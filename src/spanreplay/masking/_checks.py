@@ -1,0 +1,124 @@
+"""Checksums and plausibility checks that turn a pattern hit into a detection.
+
+A regular expression finds things shaped like a card number or an IBAN; these
+checks decide whether the thing is one, so order ids, timestamps and version
+strings are left alone.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import Final
+
+
+def luhn_ok(digits: str) -> bool:
+    """The Luhn (mod 10) check every payment card number passes."""
+    total = 0
+    double = False
+    for ch in reversed(digits):
+        d = ord(ch) - 48
+        if double:
+            d *= 2
+            if d > 9:
+                d -= 9
+        total += d
+        double = not double
+    return total % 10 == 0
+
+
+# Issuer prefixes and the lengths each network issues. A digit run that passes
+# Luhn but starts like no card network (order ids often start with 1, 7, 8, 9)
+# is not a card: one in ten random numbers passes Luhn on its own.
+def card_network_ok(digits: str) -> bool:
+    """True when ``digits`` starts like a card network's numbers and has one of its lengths."""
+    n = len(digits)
+    head2 = int(digits[:2])
+    head4 = int(digits[:4])
+    if digits[0] == "4":  # Visa
+        return n in (13, 16, 19)
+    if 51 <= head2 <= 55 or 2221 <= head4 <= 2720:  # Mastercard
+        return n == 16
+    if head2 in (34, 37):  # American Express
+        return n == 15
+    if head2 in (36, 38, 39) or 300 <= int(digits[:3]) <= 305:  # Diners Club
+        return 14 <= n <= 19
+    if digits.startswith("6011") or head2 == 65 or 644 <= int(digits[:3]) <= 649:  # Discover
+        return 16 <= n <= 19
+    if head2 == 62:  # UnionPay
+        return 16 <= n <= 19
+    if 3528 <= head4 <= 3589:  # JCB
+        return 16 <= n <= 19
+    if head2 in (50, 56, 57, 58, 67, 63):  # Maestro
+        return 12 <= n <= 19
+    return False
+
+
+def card_ok(digits: str) -> bool:
+    return 12 <= len(digits) <= 19 and card_network_ok(digits) and luhn_ok(digits)
+
+
+# ISO 13616 lengths by country (the SWIFT IBAN registry).
+IBAN_LENGTHS: Final[dict[str, int]] = {
+    "AD": 24, "AE": 23, "AL": 28, "AT": 20, "AZ": 28, "BA": 20, "BE": 16, "BG": 22, "BH": 22,
+    "BI": 27, "BR": 29, "BY": 28, "CH": 21, "CR": 22, "CY": 28, "CZ": 24, "DE": 22, "DJ": 27,
+    "DK": 18, "DO": 28, "EE": 20, "EG": 29, "ES": 24, "FI": 18, "FK": 18, "FO": 18, "FR": 27,
+    "GB": 22, "GE": 22, "GI": 23, "GL": 18, "GR": 27, "GT": 28, "HR": 21, "HU": 28, "IE": 22,
+    "IL": 23, "IQ": 23, "IS": 26, "IT": 27, "JO": 30, "KW": 30, "KZ": 20, "LB": 28, "LC": 32,
+    "LI": 21, "LT": 20, "LU": 20, "LV": 21, "LY": 25, "MC": 27, "MD": 24, "ME": 22, "MK": 19,
+    "MN": 20, "MR": 27, "MT": 31, "MU": 30, "NI": 28, "NL": 18, "NO": 15, "OM": 23, "PK": 24,
+    "PL": 28, "PS": 29, "PT": 25, "QA": 29, "RO": 24, "RS": 22, "RU": 33, "SA": 24, "SC": 31,
+    "SD": 18, "SE": 24, "SI": 19, "SK": 24, "SM": 27, "SO": 23, "ST": 25, "SV": 28, "TL": 23,
+    "TN": 24, "TR": 26, "UA": 29, "VA": 22, "VG": 24, "XK": 20, "YE": 30,
+}  # fmt: skip
+
+
+def iban_ok(compact: str) -> bool:
+    """``compact``: an IBAN without spaces, upper case. Country length and mod-97 check."""
+    if IBAN_LENGTHS.get(compact[:2]) != len(compact):
+        return False
+    rearranged = compact[4:] + compact[:4]
+    # Letters count as 10..35; int() of the digit string is exact at any length.
+    number = "".join(str(int(ch, 36)) for ch in rearranged)
+    return int(number) % 97 == 1
+
+
+def ssn_ok(text: str) -> bool:
+    """``ddd-dd-dddd`` with the area, group and serial numbers the SSA has issued."""
+    area, group, serial = text[0:3], text[4:6], text[7:11]
+    return area != "000" and area != "666" and area[0] != "9" and group != "00" and serial != "0000"
+
+
+def phone_digits_ok(text: str, low: int, high: int) -> bool:
+    count = sum(ch.isdigit() for ch in text)
+    return low <= count <= high
+
+
+def ipv4_ok(text: str) -> bool:
+    """A dotted quad that names a host: not loopback, unspecified, multicast or a netmask."""
+    parts = text.split(".")
+    if len(parts) != 4 or any(len(p) > 1 and p[0] == "0" for p in parts):
+        return False
+    octets = [int(p) for p in parts]
+    if any(o > 255 for o in octets):
+        return False
+    if octets[0] in (0, 127) or octets[0] >= 224:
+        return False
+    # 255.255.255.0 and friends are netmasks, not hosts.
+    return not (octets[0] == 255 or (octets[0] >= 128 and all(o in _MASK_OCTETS for o in octets)))
+
+
+_MASK_OCTETS: Final = frozenset((0, 128, 192, 224, 240, 248, 252, 254, 255))
+
+
+def ipv6_ok(text: str) -> bool:
+    """A valid IPv6 address that names a host, written with at least three groups or a full first group."""
+    try:
+        address = ipaddress.IPv6Address(text)
+    except ValueError:
+        return False
+    if address.is_loopback or address.is_unspecified or address.is_link_local or address.is_multicast:
+        return False
+    groups = [g for g in text.split(":") if g]
+    # "1::2" is valid IPv6 but reads like a slice in code; real addresses written in
+    # compressed form still carry a 4-digit prefix (2001::1) or three groups.
+    return len(groups) >= 3 or len(groups[0]) == 4

@@ -1,0 +1,480 @@
+"""The masking pipeline: path rules, then field-name rules, then detectors.
+
+``Masker.mask(kind, key, value)`` returns the masked value and the list of
+``(JSON path, rule name)`` that fired; the values that were masked appear
+nowhere in the result. The pipeline runs in three steps:
+
+1. The payload is serialized once (orjson) and the gate reads the bytes: when no
+   detector can match and no key can match a field-name rule, the payload is
+   returned as it is, without walking it.
+2. Otherwise the payload is walked. At each node the path rules that apply to
+   the boundary are tried in order (the first that matches decides), then the
+   field-name rules on object keys, then, on strings (and long integers), the
+   detectors the gate selects for that string.
+3. Detector findings are resolved (earliest first, then detector order), and
+   each is replaced with its pseudonym or placeholder. Placeholders already in
+   the text are never touched, so masking is idempotent.
+
+A ``MaskingSession`` (one per run) remembers the masked form of every long
+string it has seen, so the conversation a model call resends each turn is
+masked once, not once per turn.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+import orjson
+
+from ..errors import ConfigurationError
+from ._config import MaskingConfig
+from ._detectors import Detector
+from ._engine import Gate, PythonGate, make_gate
+from ._pseudonyms import PLACEHOLDER, Pseudonyms
+from ._rules import DROP, FieldNames, PathRule
+
+__all__ = ["MaskResult", "Masker", "MaskingSession"]
+
+Segment = str | int
+_SERIALIZE: Final = orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY
+# Strings at least this long are remembered per session (shorter ones cost less
+# to mask again than to look up) and get a gate scan of their own.
+_CACHE_MIN: Final = 64
+_GATE_SCAN_MIN: Final = 200
+# Integers below this many digits can hold no detectable number (a card has 12+).
+_INT_LIMIT: Final = 10**11
+_NAME: Final = re.compile(r"[a-z][a-z0-9_]{0,40}")
+_IDENTIFIER: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+@dataclass(frozen=True, slots=True)
+class MaskResult:
+    """One masked payload.
+
+    Attributes:
+        value: the masked payload, JSON-ready (the payload itself when nothing fired).
+        fired: ``(JSON path, rule name)`` for each place a rule or detector changed,
+            in document order; never the value.
+    """
+
+    value: Any
+    fired: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def masked(self) -> bool:
+        return bool(self.fired)
+
+    def fired_records(self) -> list[dict[str, str]]:
+        """``[{"path": ..., "rule": ...}, ...]``, the form recorded on the span."""
+        return [{"path": path, "rule": rule} for path, rule in self.fired]
+
+
+def format_path(segments: Sequence[Segment]) -> str:
+    """``("orders", 0, "customer", "e-mail")`` -> ``orders[0].customer["e-mail"]``; ``()`` -> ``$``."""
+    if not segments:
+        return "$"
+    parts: list[str] = []
+    for segment in segments:
+        if isinstance(segment, int) and not isinstance(segment, bool):
+            parts.append(f"[{segment}]")
+        elif isinstance(segment, str) and _IDENTIFIER.fullmatch(segment):
+            parts.append(f".{segment}" if parts else segment)
+        else:
+            parts.append(f"[{orjson.dumps(str(segment)).decode()}]")
+    return "".join(parts)
+
+
+class _StringCache:
+    """Masked forms of long strings, keyed by content, bounded by the characters held."""
+
+    __slots__ = ("_chars", "_entries", "limit")
+
+    def __init__(self, limit: int = 32 * 1024 * 1024) -> None:
+        self._entries: dict[str, tuple[str, tuple[str, ...]]] = {}
+        self._chars = 0
+        self.limit = limit
+
+    def get(self, text: str) -> tuple[str, tuple[str, ...]] | None:
+        return self._entries.get(text)
+
+    def put(self, text: str, entry: tuple[str, tuple[str, ...]]) -> None:
+        if self._chars + len(text) > self.limit:
+            self._entries.clear()
+            self._chars = 0
+        self._entries[text] = entry
+        self._chars += len(text)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+class _Plan:
+    """The rules that apply to one (kind, key, part)."""
+
+    __slots__ = ("fields", "path_rules", "roots")
+
+    def __init__(self, path_rules: tuple[PathRule, ...], fields: tuple[FieldNames, ...]) -> None:
+        self.path_rules = path_rules
+        self.fields = fields
+        self.roots: tuple[tuple[int, int], ...] = tuple((i, 0) for i in range(len(path_rules)))
+
+
+def _default(value: Any) -> Any:
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        return dump(mode="json")
+    if isinstance(value, (set, frozenset)):
+        return sorted(value, key=repr)
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value).decode("utf-8", "backslashreplace")
+    return repr(value)
+
+
+class Masker:
+    """Masks payloads by one ``MaskingConfig``. Thread-safe; build it once.
+
+    Args:
+        config: the configuration; ``MaskingConfig()`` (the defaults) when None.
+        default: turns objects orjson cannot serialize into JSON values; give the
+            one the span codec uses so masked and unmasked payloads agree.
+    """
+
+    def __init__(self, config: MaskingConfig | None = None, *, default: Callable[[Any], Any] | None = None) -> None:
+        self.config = config = config if config is not None else MaskingConfig()
+        self.detectors: tuple[Detector, ...] = config.resolved_detectors()
+        for detector in self.detectors:
+            if not isinstance(getattr(detector, "name", None), str) or not _NAME.fullmatch(detector.name):
+                raise ConfigurationError(
+                    f"Detector {detector!r} has the name {getattr(detector, 'name', None)!r}; a detector name "
+                    "is its placeholder label: lower case letters, digits and '_', starting with a letter."
+                )
+        self._pseudonyms = Pseudonyms(config.resolved_key())
+        self._path_rules = tuple(r for r in config.rules if isinstance(r, PathRule))
+        fields = [r for r in config.rules if isinstance(r, FieldNames)]
+        if config.field_names:
+            fields.append(FieldNames(config.field_names))
+        self._field_rules = tuple(fields)
+        words = tuple(sorted({w for r in fields for w in r.last_words()}))
+        patterns = tuple(p for r in fields for p in r.prefilter_patterns())
+        self.gate: Gate = make_gate(config.engine, self.detectors, words, patterns)
+        self._python_gate = self.gate if isinstance(self.gate, PythonGate) else PythonGate(self.detectors, words)
+        self._all = tuple(range(len(self.detectors)))
+        self.min_length = min((d.min_length for d in self.detectors), default=1 << 30)
+        self._default = default or _default
+        self._plans: dict[tuple[str, str, str], _Plan] = {}
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return (
+            f"<Masker enabled={self.config.enabled} engine={self.gate.name} keyed={self._pseudonyms.keyed} "
+            f"detectors={len(self.detectors)} rules={len(self._path_rules) + len(self._field_rules)}>"
+        )
+
+    @property
+    def enabled(self) -> bool:
+        return self.config.enabled
+
+    @property
+    def keyed(self) -> bool:
+        """True when pseudonyms are keyed tokens, False when they are plain placeholders."""
+        return self._pseudonyms.keyed
+
+    def session(self) -> MaskingSession:
+        """A session that remembers what it masked: one per run."""
+        return MaskingSession(self)
+
+    def mask(self, kind: str, key: str, value: Any, *, part: str = "input") -> MaskResult:
+        """Mask one payload of boundary ``kind``/``key``; ``part`` is input, output or error."""
+        return self._mask(kind, key, value, part, None)
+
+    def scan_text(self, text: str) -> tuple[str, tuple[str, ...]]:
+        """Run the detectors on one string: the masked string and the names that fired."""
+        return self._scan(text, self._all)
+
+    # -- internals ------------------------------------------------------------------
+
+    def _plan(self, kind: str, key: str, part: str) -> _Plan:
+        plan = self._plans.get((kind, key, part))
+        if plan is None:
+            plan = _Plan(
+                tuple(r for r in self._path_rules if r.selector.applies(kind, key, part)),
+                tuple(r for r in self._field_rules if r.selector.applies(kind, key, part)),
+            )
+            with self._lock:
+                if len(self._plans) > 4096:
+                    self._plans.clear()
+                self._plans[(kind, key, part)] = plan
+        return plan
+
+    def _mask(self, kind: str, key: str, value: Any, part: str, cache: _StringCache | None) -> MaskResult:
+        if not self.config.enabled:
+            return MaskResult(value)
+        plan = self._plan(kind, key, part)
+        active: Sequence[int] = self._all
+        fields = bool(plan.fields)
+        if not plan.path_rules:
+            try:
+                blob = orjson.dumps(value, default=self._default, option=_SERIALIZE)
+            except TypeError:
+                blob = None  # the walk converts what it can and raises what it cannot
+            if blob is not None:
+                active, fields_possible = self.gate.select_payload(blob)
+                fields = fields and fields_possible
+                if not active and not fields:
+                    return MaskResult(value)
+        walk = _Walk(self, plan, tuple(active), fields, cache)
+        masked = walk.root(value)
+        return MaskResult(None if masked is DROP else masked, tuple(walk.fired))
+
+    def _scan(self, text: str, active: Sequence[int]) -> tuple[str, tuple[str, ...]]:
+        if len(text) >= _GATE_SCAN_MIN:
+            chosen = self.gate.select(text, active)
+        else:
+            chosen = self._python_gate.select(text, active)
+        if not chosen:
+            return text, ()
+        detectors = self.detectors
+        found: list[tuple[int, int, int]] = []
+        for i in chosen:
+            for start, end in detectors[i](text):
+                found.append((start, i, end))
+        if not found:
+            return text, ()
+        if "<" in text:
+            found = _outside_placeholders(text, found)
+            if not found:
+                return text, ()
+        found.sort()
+        pieces: list[str] = []
+        names: list[str] = []
+        pos = 0
+        token = self._pseudonyms.token
+        for start, i, end in found:
+            if start < pos:
+                continue  # overlaps an earlier (or higher-priority) finding
+            detector = detectors[i]
+            pieces.append(text[pos:start])
+            pieces.append(token(detector.name, detector.normalize(text[start:end]), pseudonymize=detector.pseudonymize))
+            if detector.name not in names:
+                names.append(detector.name)
+            pos = end
+        pieces.append(text[pos:])
+        return "".join(pieces), tuple(names)
+
+
+def _outside_placeholders(text: str, found: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
+    taken = [m.span() for m in PLACEHOLDER.finditer(text)]
+    if not taken:
+        return found
+    return [f for f in found if not any(f[0] < end and start < f[2] for start, end in taken)]
+
+
+class MaskingSession:
+    """A ``Masker`` with a memory: long strings it has masked are not masked again.
+
+    A model call sends the whole conversation every turn; without this, masking
+    a run would cost the square of its number of turns.
+    """
+
+    __slots__ = ("_cache", "masker")
+
+    def __init__(self, masker: Masker) -> None:
+        self.masker = masker
+        self._cache = _StringCache()
+
+    def mask(self, kind: str, key: str, value: Any, *, part: str = "input") -> MaskResult:
+        """Mask one payload of boundary ``kind``/``key``; ``part`` is input, output or error."""
+        return self.masker._mask(kind, key, value, part, self._cache)
+
+    @property
+    def cached_strings(self) -> int:
+        return len(self._cache)
+
+
+class _Walk:
+    """One walk over one payload: the path so far and what fired."""
+
+    __slots__ = ("active", "cache", "fields", "fired", "masker", "path", "plan", "rules")
+
+    def __init__(
+        self, masker: Masker, plan: _Plan, active: tuple[int, ...], fields: bool, cache: _StringCache | None
+    ) -> None:
+        self.masker = masker
+        self.plan = plan
+        self.rules = plan.path_rules
+        self.active = active
+        self.fields = plan.fields if fields else ()
+        self.cache = cache
+        self.fired: list[tuple[str, str]] = []
+        self.path: list[Segment] = []
+
+    def fire(self, rule: str, segments: Sequence[Segment] | None = None) -> None:
+        entry = (format_path(self.path if segments is None else segments), rule)
+        if entry not in self.fired:
+            self.fired.append(entry)
+
+    def root(self, value: Any) -> Any:
+        states = self.plan.roots
+        if states:
+            rule = self._complete(states)
+            if rule is not None:
+                return self._apply(rule, value)
+        return self.value(value, states)
+
+    # -- path rules --------------------------------------------------------------------
+
+    def _advance(self, states: tuple[tuple[int, int], ...], key: Segment) -> tuple[tuple[int, int], ...]:
+        out: list[tuple[int, int]] = []
+        rules = self.rules
+        for ri, si in states:
+            segments = rules[ri].segments
+            if si >= len(segments):
+                continue
+            segment = segments[si]
+            if segment == "**":
+                out.append((ri, si))
+                if si + 1 < len(segments) and _segment_matches(segments[si + 1], key):
+                    out.append((ri, si + 2))
+            elif _segment_matches(segment, key):
+                out.append((ri, si + 1))
+        return tuple(out)
+
+    def _complete(self, states: tuple[tuple[int, int], ...]) -> PathRule | None:
+        best = None
+        for ri, si in states:
+            segments = self.rules[ri].segments
+            if (si == len(segments) or all(s == "**" for s in segments[si:])) and (best is None or ri < best):
+                best = ri
+        return None if best is None else self.rules[best]
+
+    def _apply(self, rule: PathRule, value: Any) -> Any:
+        new = rule(value, self.masker._pseudonyms)
+        if rule.action != "keep" and (new is DROP or (new is not value and new != value)):
+            self.fire(rule.name)
+        return new
+
+    # -- values ---------------------------------------------------------------------------
+
+    def value(self, value: Any, states: tuple[tuple[int, int], ...]) -> Any:
+        kind = type(value)
+        if kind is str:
+            return self.string(value)
+        if kind is dict:
+            return self.mapping(value, states)
+        if kind is list or kind is tuple:
+            return self.sequence(value, states)
+        if kind is int:
+            return self.integer(value)
+        if value is None or kind is bool or kind is float:
+            return value
+        if isinstance(value, str):
+            return self.string(str.__str__(value))
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, int) and not hasattr(value, "value"):
+            return self.integer(int(value))
+        # Anything else (enums, dataclasses, datetimes, models, numpy): the JSON value
+        # the span codec would write for it.
+        converted = orjson.loads(orjson.dumps(value, default=self.masker._default, option=_SERIALIZE))
+        return self.value(converted, states)
+
+    def string(self, text: str) -> str:
+        masker = self.masker
+        if len(text) < masker.min_length:
+            return text
+        cache = self.cache
+        if cache is not None and len(text) >= _CACHE_MIN:
+            hit = cache.get(text)
+            if hit is None:
+                hit = masker._scan(text, self.active)
+                cache.put(text, hit)
+            masked, names = hit
+        else:
+            masked, names = masker._scan(text, self.active)
+        for name in names:
+            self.fire(name)
+        return masked
+
+    def integer(self, number: int) -> Any:
+        if -_INT_LIMIT < number < _INT_LIMIT:
+            return number
+        text = str(number)
+        masked, names = self.masker._scan(text, self.active)
+        if not names:
+            return number
+        for name in names:
+            self.fire(name)
+        return masked
+
+    def mapping(self, mapping: dict[Any, Any], states: tuple[tuple[int, int], ...]) -> dict[Any, Any]:
+        out: dict[Any, Any] = {}
+        path = self.path
+        fields = self.fields
+        min_length = self.masker.min_length
+        for key, item in mapping.items():
+            path.append(key)
+            child = self._advance(states, key) if states else ()
+            rule = self._complete(child) if child else None
+            new_key = key
+            if rule is not None:
+                new = self._apply(rule, item)
+            else:
+                matched = None
+                if fields and type(key) is str:
+                    for field_rule in fields:
+                        name = field_rule.match(key)
+                        if name is not None:
+                            matched = (field_rule, name)
+                            break
+                if matched is not None:
+                    new = matched[0](item, matched[1], self.masker._pseudonyms)
+                    if new is not item and new != item:
+                        self.fire(f"field:{matched[1]}")
+                else:
+                    new = self.value(item, child)
+                if type(key) is str and len(key) >= min_length:
+                    new_key = self._key(key)
+            path.pop()
+            if new is DROP:
+                continue
+            if new_key in out:
+                # Two keys that mask alike ("<email>" twice without a key) stay apart.
+                n = 2
+                while f"{new_key}#{n}" in out:
+                    n += 1
+                new_key = f"{new_key}#{n}"
+            out[new_key] = new
+        return out
+
+    def _key(self, key: str) -> str:
+        masked, names = self.masker._scan(key, self.active)
+        if names:
+            segments = [*self.path[:-1], masked]
+            for name in names:
+                self.fire(name, segments)
+        return masked
+
+    def sequence(self, items: Sequence[Any], states: tuple[tuple[int, int], ...]) -> list[Any]:
+        out: list[Any] = []
+        path = self.path
+        for index, item in enumerate(items):
+            path.append(index)
+            child = self._advance(states, index) if states else ()
+            rule = self._complete(child) if child else None
+            new = self._apply(rule, item) if rule is not None else self.value(item, child)
+            path.pop()
+            if new is not DROP:
+                out.append(new)
+        return out
+
+
+def _segment_matches(segment: Segment, key: Segment) -> bool:
+    if segment == "*":
+        return True
+    if isinstance(segment, int):
+        return isinstance(key, int) and not isinstance(key, bool) and key == segment
+    return segment == key

@@ -1,0 +1,81 @@
+"""Pseudonyms and placeholders: what a masked value becomes.
+
+With a project key, a value becomes a typed, keyed token, ``<email:3f9a2c1b>``:
+the same value under the same key always gives the same token, so code that
+compares two masked values still takes the branch it took when recording. The
+token is a keyed BLAKE2b hash: without the key, nobody can test a guess against
+it. Without a key, every value becomes its plain placeholder, ``<email>``.
+
+The key itself is held here and nowhere else; it is never written to a span.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import Final
+
+__all__ = ["PLACEHOLDER", "Pseudonyms", "is_placeholder", "label_of"]
+
+TOKEN_HEX: Final = 8
+
+# Every placeholder or pseudonym this module writes, and nothing a detector finds:
+# masking leaves these alone, which makes it idempotent.
+PLACEHOLDER: Final = re.compile(r"<[a-z][a-z0-9_]{0,40}(?::[0-9a-f]{8})?>", re.ASCII)
+_LABEL: Final = re.compile(r"[^a-z0-9_]+")
+
+
+def is_placeholder(text: str) -> bool:
+    """True when ``text`` is exactly one placeholder or pseudonym."""
+    return PLACEHOLDER.fullmatch(text) is not None
+
+
+def label_of(name: str) -> str:
+    """A placeholder label from any rule name: lower case, ``[a-z0-9_]``, starting with a letter."""
+    label = _LABEL.sub("_", name.lower()).strip("_")[:40]
+    if not label or not label[0].isalpha():
+        label = ("v_" + label)[:40].rstrip("_") or "value"
+    return label
+
+
+class Pseudonyms:
+    """Turns a found value into its token, remembering the tokens it has made.
+
+    Args:
+        key: the project key. None gives plain placeholders.
+    """
+
+    __slots__ = ("_cache", "_key", "keyed")
+
+    def __init__(self, key: bytes | None) -> None:
+        if key is not None and len(key) > 64:
+            # BLAKE2b takes keys of up to 64 bytes; a longer one is hashed down first.
+            key = hashlib.sha256(key).digest()
+        self._key = key
+        self.keyed = key is not None
+        self._cache: dict[tuple[str, str], str] = {}
+
+    def __repr__(self) -> str:  # never shows the key
+        return f"<Pseudonyms keyed={self.keyed}>"
+
+    def token(self, label: str, canonical: str, *, pseudonymize: bool = True) -> str:
+        """``<label:hash>`` of ``canonical`` with a key (and ``pseudonymize``), else ``<label>``."""
+        if self._key is None or not pseudonymize:
+            return f"<{label}>"
+        cached = self._cache.get((label, canonical))
+        if cached is not None:
+            return cached
+        # The label is hashed in: the same digits as a phone number and as a card
+        # number give unrelated tokens.
+        digest = hashlib.blake2b(
+            canonical.encode("utf-8", "surrogatepass"),
+            digest_size=TOKEN_HEX // 2,
+            key=self._key,
+            person=b"spanreplay-mask",
+            salt=label.encode()[:16],
+        ).hexdigest()
+        token = f"<{label}:{digest}>"
+        if len(self._cache) >= 65536:
+            self._cache.clear()
+        self._cache[(label, canonical)] = token
+        return token
