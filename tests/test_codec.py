@@ -258,6 +258,7 @@ def test_a_type_whose_constructor_takes_other_arguments_comes_back_as_recorded_e
     assert rebuilt.module == __name__
     assert rebuilt.message == "HTTP 503"
     assert f"{__name__}.ResponseError: HTTP 503" in str(rebuilt)
+    assert "register_error_rebuilder" in str(rebuilt)
 
 
 def test_a_type_from_a_module_not_imported_at_replay_comes_back_as_recorded_error() -> None:

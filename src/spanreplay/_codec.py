@@ -58,13 +58,17 @@ def encode_output(value: Any) -> bytes:
 
 def payload_attributes(name: str, data: bytes) -> dict[str, Any]:
     """The attributes that carry one payload: text or chunks, byte length, sha256."""
+    attributes: dict[str, Any] = {}
+    add_payload(attributes, name, data)
+    return attributes
+
+
+def add_payload(attributes: dict[str, Any], name: str, data: bytes) -> None:
+    """Put one payload's attributes into ``attributes`` (the record path's form: no extra dict)."""
     size = len(data)
-    value = data.decode() if size <= INLINE_MAX_BYTES else tuple(chunk_utf8(data, CHUNK_BYTES))
-    return {
-        name: value,
-        name + sc.SIZE_SUFFIX: size,
-        name + sc.SHA256_SUFFIX: hashlib.sha256(data).hexdigest(),
-    }
+    attributes[name] = data.decode() if size <= INLINE_MAX_BYTES else tuple(chunk_utf8(data, CHUNK_BYTES))
+    attributes[name + sc.SIZE_SUFFIX] = size
+    attributes[name + sc.SHA256_SUFFIX] = hashlib.sha256(data).hexdigest()
 
 
 def chunk_utf8(data: bytes, limit: int) -> list[str]:
@@ -283,16 +287,25 @@ def rebuild_error(info: ErrorInfo) -> BaseException:
     cls: Any = module
     for part in info.type_name.split("."):
         cls = getattr(cls, part, None) if cls is not None else None
-    if isinstance(cls, type) and issubclass(cls, BaseException):
-        exc = _construct(cls, info)
-        if exc is not None:
-            for name, value in info.fields.items():
-                # Fields are only restored onto an instance that rebuilt faithfully;
-                # a read-only attribute keeps what the constructor gave it.
-                with contextlib.suppress(AttributeError, TypeError):
-                    setattr(exc, name, value)
-            return exc
-    return RecordedError(info.type_name, info.module, info.message, info.fields)
+    if not (isinstance(cls, type) and issubclass(cls, BaseException)):
+        hint = None if module is None else f"{info.module} has no exception type {info.type_name}"
+        return RecordedError(info.type_name, info.module, info.message, info.fields, hint=hint)
+    exc = _construct(cls, info)
+    if exc is None:
+        return RecordedError(
+            info.type_name,
+            info.module,
+            info.message,
+            info.fields,
+            hint="its constructor does not take the recorded arguments; teach replay to build it with "
+            "spanreplay.register_error_rebuilder()",
+        )
+    for name, value in info.fields.items():
+        # Fields are only restored onto an instance that rebuilt faithfully;
+        # a read-only attribute keeps what the constructor gave it.
+        with contextlib.suppress(AttributeError, TypeError):
+            setattr(exc, name, value)
+    return exc
 
 
 # --- spans -> events -----------------------------------------------------------------
@@ -372,6 +385,7 @@ def span_to_event(span: SpanRecord) -> Event:
         output_json=output_json,
         error=decode_error(error_json, origin=where) if error_json is not None else None,
         schema_version=version,
+        awaited=attrs.get(sc.AWAITED) is True,
         trace_id=span.trace_id,
         span_id=span.span_id,
         start_ns=span.start_ns,

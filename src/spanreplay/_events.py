@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import orjson
@@ -45,6 +45,8 @@ class Event:
     output_json: bytes | None = None
     error: ErrorInfo | None = None
     schema_version: int = 1
+    # The recorded work was awaited: replay returns an awaitable even for a plain callable.
+    awaited: bool = False
     trace_id: str = ""
     span_id: str = ""
     start_ns: int = 0
@@ -185,7 +187,7 @@ class EventLog:
 
 
 def _datetime(ns: int) -> datetime | None:
-    return datetime.fromtimestamp(ns / 1e9, tz=timezone.utc) if ns else None
+    return datetime.fromtimestamp(ns / 1e9, tz=UTC) if ns else None
 
 
 def _preview(data: bytes, limit: int = 120) -> str:

@@ -10,6 +10,7 @@ from typing import Any
 import orjson
 
 from . import _jsonpath
+from . import _semconv as sc
 from ._events import Event, EventLog
 from .errors import (
     DifferentCallError,
@@ -49,10 +50,15 @@ class ReplayEngine:
         """The recorded event for this call, or the divergence error that explains why not."""
         with self._lock:
             event = self.log.by_call_id(call_id)
-            if event is not None and call_id not in self._served:
-                if event.kind == kind and event.key == key and self._same_input(event.input_json, input_json):
-                    self._serve(event)
-                    return event
+            if (
+                event is not None
+                and call_id not in self._served
+                and event.kind == kind
+                and event.key == key
+                and self._same_input(event.input_json, input_json)
+            ):
+                self._serve(event)
+                return event
             sibling = self._sibling(scope_id, kind, key, input_json)
             if sibling is not None:
                 self._serve(sibling)
@@ -94,11 +100,9 @@ class ReplayEngine:
                 f"recording does not have.\nRecorded: nothing more in this scope "
                 f"(run status {self.log.run.status})\nAttempted: {attempted}\n"
                 + (
-                    "The recorded process died here (the run crashed), so the recording ends at "
-                    "this point."
-                    if self.log.run.status == "crashed"
-                    else "The code makes more calls than the recorded run did; find what changed "
-                    "since the recording."
+                    "The recorded process died here (the run crashed), so the recording ends at this point."
+                    if self.log.run.status == sc.RUN_STATUS_CRASHED
+                    else "The code makes more calls than the recorded run did; find what changed since the recording."
                 ),
                 run_id=self.run_id,
                 seq=seq,
@@ -135,11 +139,16 @@ class ReplayEngine:
     # -- internals ------------------------------------------------------------
 
     def _serve(self, event: Event) -> None:
-        self._served.add(event.call_id)
-        stack = list(self._children.get(event.call_id, ()))
+        served = self._served
+        served.add(event.call_id)
+        children = self._children.get(event.call_id)
+        if not children:
+            return
+        # The real work never runs on replay, so neither do the boundaries nested in it.
+        stack = list(children)
         while stack:
             child = stack.pop()
-            self._served.add(child.call_id)
+            served.add(child.call_id)
             stack.extend(self._children.get(child.call_id, ()))
 
     def _sibling(self, scope_id: str, kind: str, key: str, input_json: bytes) -> Event | None:
@@ -164,7 +173,7 @@ class ReplayEngine:
             return True
         if not self._ignore:
             return False
-        return self._comparable(recorded) == self._comparable(attempted)
+        return bool(self._comparable(recorded) == self._comparable(attempted))
 
     def _comparable(self, data: bytes) -> Any:
         value = orjson.loads(data)
@@ -179,7 +188,7 @@ class ReplayEngine:
 
         diff = list(difflib.unified_diff(lines(recorded), lines(attempted), "recorded", "attempted", lineterm="", n=2))
         if len(diff) > _MAX_DIFF_LINES:
-            diff = diff[:_MAX_DIFF_LINES] + [f"... ({len(diff) - _MAX_DIFF_LINES} more diff lines)"]
+            diff = [*diff[:_MAX_DIFF_LINES], f"... ({len(diff) - _MAX_DIFF_LINES} more diff lines)"]
         return "\n".join(diff)
 
 

@@ -18,7 +18,7 @@ import threading
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar, Token
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any, TypeVar, cast
 
@@ -33,7 +33,7 @@ from ._config import settings
 from ._context import current_run_id
 from ._events import ErrorInfo, Event, EventLog
 from ._replay import ReplayEngine
-from .errors import ConfigurationError, OutcomeChangedError, ReplayDivergenceError
+from .errors import ConfigurationError, OutcomeChangedError, RecordedError, ReplayDivergenceError
 
 logger = logging.getLogger("spanreplay")
 
@@ -43,7 +43,7 @@ Decoder = Callable[[Any], Any]
 __all__ = ["Call", "Mode", "Run", "boundary", "current_run", "record", "replay"]
 
 
-class Mode(str, enum.Enum):
+class Mode(enum.StrEnum):
     """What a run does at its boundaries."""
 
     RECORD = "record"
@@ -55,7 +55,7 @@ _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,200}$")
 
 def new_run_id(now: datetime | None = None) -> str:
     """``run_20261129_021503_a1b2c3d4``: the UTC start time, then 32 random bits."""
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     return f"run_{now:%Y%m%d_%H%M%S}_{secrets.token_hex(4)}"
 
 
@@ -114,7 +114,8 @@ def set_process_run_factory(factory: Callable[[], Run | None] | None) -> None:
 
 
 def _is_async(fn: Callable[..., Any]) -> bool:
-    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))
+    # An object whose class defines ``async def __call__`` is async too.
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__)
 
 
 class Run:
@@ -150,6 +151,19 @@ class Run:
         attributes: dict[str, Any] | None = None,
     ) -> T:
         """Run ``fn`` as boundary ``kind``/``key`` of this run; see ``spanreplay.boundary``."""
+        return cast(T, self._call(kind, key, input, fn, _is_async(fn), decode, attributes))
+
+    def _call(
+        self,
+        kind: str,
+        key: str,
+        input: Any,
+        fn: Callable[[], Any],
+        is_async: bool,
+        decode: Decoder | None,
+        attributes: dict[str, Any] | None,
+    ) -> Any:
+        """``boundary()`` once it is known whether ``fn`` is async (``@tool`` knows it up front)."""
         raise NotImplementedError
 
     def begin(
@@ -184,7 +198,12 @@ class Run:
     def _activate(self, otel_ctx: otel_context.Context | None) -> None:
         otel_token = otel_context.attach(otel_ctx) if otel_ctx is not None else None
         self._tokens.append(
-            (_current_run.set(self), _current_scope.set(self._root), current_run_id.set(self._context_run_id()), otel_token)
+            (
+                _current_run.set(self),
+                _current_scope.set(self._root),
+                current_run_id.set(self._context_run_id()),
+                otel_token,
+            )
         )
         with _open_lock:
             _open_runs.append(self)
@@ -263,22 +282,32 @@ class RecordingRun(Run):
         self.forked_from = forked_from
         self._span: trace.Span | None = None
         self._strict = False
+        self._failed = False  # an internal failure was logged: log later ones quietly
+        self._tracer: trace.Tracer = trace.NoOpTracer()
 
     def __enter__(self) -> RecordingRun:
-        config = settings()
-        self._strict = config.strict
-        self._tracer = config.tracer
-        attributes: dict[str, Any] = {
-            sc.RUN_ID: self.run_id,
-            sc.RUN_STATUS: sc.RUN_STATUS_RUNNING,
-            sc.SCHEMA: sc.SCHEMA_VERSION,
-            sc.GEN_AI_OPERATION_NAME: sc.OPERATION_INVOKE_AGENT,
-            sc.GEN_AI_AGENT_NAME: self.agent,
-        }
-        if self.forked_from:
-            attributes[sc.RUN_FORKED_FROM] = self.forked_from
-        self._span = self._tracer.start_span(sc.run_span_name(self.agent), kind=SpanKind.INTERNAL, attributes=attributes)
-        ctx = trace.set_span_in_context(self._span)
+        ctx: otel_context.Context | None = None
+        try:
+            config = settings()
+            self._strict = config.strict
+            self._tracer = config.tracer
+            attributes: dict[str, Any] = {
+                sc.RUN_ID: self.run_id,
+                sc.RUN_STATUS: sc.RUN_STATUS_RUNNING,
+                sc.SCHEMA: sc.SCHEMA_VERSION,
+                sc.GEN_AI_OPERATION_NAME: sc.OPERATION_INVOKE_AGENT,
+                sc.GEN_AI_AGENT_NAME: self.agent,
+            }
+            if self.forked_from:
+                attributes[sc.RUN_FORKED_FROM] = self.forked_from
+            self._span = self._tracer.start_span(
+                sc.run_span_name(self.agent), kind=SpanKind.INTERNAL, attributes=attributes
+            )
+            ctx = trace.set_span_in_context(self._span)
+        except Exception:
+            # Without a tracer the boundaries still run their real work, unrecorded.
+            self._tracer = trace.NoOpTracer()
+            self._internal_failure("start the run span")
         self._root.context = ctx
         self._activate(ctx)
         return self
@@ -308,25 +337,37 @@ class RecordingRun(Run):
             self._deactivate()
 
     def _internal_failure(self, what: str) -> None:
+        """Report a failure of spanreplay's own: raised when strict, else logged once per run."""
         if self._strict:
             raise
-        logger.exception("spanreplay could not %s for run %s; the agent continues with less telemetry", what, self.run_id)
+        if self._failed:
+            logger.debug("spanreplay could not %s for run %s", what, self.run_id, exc_info=True)
+            return
+        self._failed = True
+        logger.exception(
+            "spanreplay could not %s for run %s; the agent continues with less telemetry (further "
+            "failures of this run are logged at DEBUG level)",
+            what,
+            self.run_id,
+        )
 
-    def boundary(
+    def _call(
         self,
         kind: str,
         key: str,
         input: Any,
-        fn: Callable[[], T],
-        *,
-        decode: Decoder | None = None,
-        attributes: dict[str, Any] | None = None,
-    ) -> T:
+        fn: Callable[[], Any],
+        is_async: bool,
+        decode: Decoder | None,
+        attributes: dict[str, Any] | None,
+    ) -> Any:
         scope = self._scope()
+        # Ids are taken now, when the boundary is called, not when its work runs or
+        # completes: sibling tasks of one gather() get their ordinals in call order.
         call_id = scope.next_call_id(kind, key)
         seq = next(self._seq)
-        if _is_async(fn):
-            return cast(T, self._record_async(scope, call_id, seq, kind, key, input, fn, attributes))
+        if is_async:
+            return self._record_async(scope, call_id, seq, kind, key, input, fn, attributes)
         span, child = self._start(scope, call_id, seq, kind, key, input, attributes)
         scope_token = _current_scope.set(child)
         otel_token = otel_context.attach(child.context) if child.context is not None else None
@@ -339,6 +380,10 @@ class RecordingRun(Run):
             if otel_token is not None:
                 otel_context.detach(otel_token)
             _current_scope.reset(scope_token)
+        if inspect.isawaitable(result):
+            # fn was a plain callable that returned a coroutine (``lambda: client.get(url)``):
+            # the work runs when the caller awaits, so record what the await gives.
+            return self._record_awaited(span, child, result)
         self._finish(span, result, None)
         return result
 
@@ -350,22 +395,25 @@ class RecordingRun(Run):
         kind: str,
         key: str,
         input: Any,
-        fn: Callable[[], Awaitable[T]],
+        fn: Callable[[], Awaitable[Any]],
         attributes: dict[str, Any] | None,
-    ) -> T:
+    ) -> Any:
         span, child = self._start(scope, call_id, seq, kind, key, input, attributes)
+        return await self._record_awaited(span, child, fn())
+
+    async def _record_awaited(self, span: trace.Span | None, child: _Scope, awaitable: Awaitable[Any]) -> Any:
         scope_token = _current_scope.set(child)
         otel_token = otel_context.attach(child.context) if child.context is not None else None
         try:
-            result = await fn()
+            result = await awaitable
         except BaseException as exc:
-            self._finish(span, None, exc)
+            self._finish(span, None, exc, awaited=True)
             raise
         finally:
             if otel_token is not None:
                 otel_context.detach(otel_token)
             _current_scope.reset(scope_token)
-        self._finish(span, result, None)
+        self._finish(span, result, None, awaited=True)
         return result
 
     def _start(
@@ -379,20 +427,19 @@ class RecordingRun(Run):
         extra: dict[str, Any] | None,
     ) -> tuple[trace.Span | None, _Scope]:
         try:
-            attributes: dict[str, Any] = {
-                sc.RUN_ID: self.run_id,
-                sc.SEQ: seq,
-                sc.CALL_ID: call_id,
-                sc.KIND: kind,
-                sc.KEY: key,
-                sc.SCHEMA: sc.SCHEMA_VERSION,
-            }
+            # Extra attributes go first: past its count limit the SDK evicts the oldest,
+            # and losing a GenAI attribute is better than losing the replay payload.
+            attributes: dict[str, Any] = dict(extra) if extra else {}
+            attributes[sc.RUN_ID] = self.run_id
+            attributes[sc.SEQ] = seq
+            attributes[sc.CALL_ID] = call_id
+            attributes[sc.KIND] = kind
+            attributes[sc.KEY] = key
+            attributes[sc.SCHEMA] = sc.SCHEMA_VERSION
             if kind == sc.KIND_TOOL:
                 attributes[sc.GEN_AI_OPERATION_NAME] = sc.OPERATION_EXECUTE_TOOL
                 attributes[sc.GEN_AI_TOOL_NAME] = key
-            if extra:
-                attributes.update(extra)
-            attributes.update(_codec.payload_attributes(sc.INPUT, _codec.encode_input(input)))
+            _codec.add_payload(attributes, sc.INPUT, _codec.encode_input(input))
             span = self._tracer.start_span(
                 sc.boundary_span_name(kind, key),
                 context=scope.context,
@@ -404,14 +451,18 @@ class RecordingRun(Run):
             self._internal_failure(f"start the span of {kind} {key!r}")
             return None, _Scope(self, call_id, scope.context)
 
-    def _finish(self, span: trace.Span | None, result: Any, exc: BaseException | None) -> None:
+    def _finish(
+        self, span: trace.Span | None, result: Any, exc: BaseException | None, *, awaited: bool = False
+    ) -> None:
         if span is None:
             return
         try:
+            attributes: dict[str, Any] = {sc.AWAITED: True} if awaited else {}
             if exc is None:
-                span.set_attributes(_codec.payload_attributes(sc.OUTPUT, _codec.encode_output(result)))
+                _codec.add_payload(attributes, sc.OUTPUT, _codec.encode_output(result))
+                span.set_attributes(attributes)
             else:
-                attributes = _codec.payload_attributes(sc.ERROR, _codec.encode_error(exc))
+                _codec.add_payload(attributes, sc.ERROR, _codec.encode_error(exc))
                 attributes[sc.ERROR_TYPE] = type(exc).__qualname__
                 span.set_attributes(attributes)
                 span.set_status(Status(StatusCode.ERROR, type(exc).__qualname__))
@@ -482,11 +533,13 @@ class ReplayingRun(Run):
                 return
             self.outcome = "failed"
             if isinstance(exc, Exception):
+                attempted = f"failed with {type(exc).__qualname__}: {exc}"
+                recorded_side = f"failed with {recorded}" if recorded else f"ended {self.events.run.status}"
                 raise OutcomeChangedError(
-                    f"Replay of run {self.run_id} failed with {type(exc).__qualname__}: {exc}, but the "
-                    + (f"recorded run failed with {recorded}." if recorded else "recorded run did not fail.")
-                    + " Every step served matched the recording, so the change is in the code between "
-                    "the boundaries.",
+                    f"Replay of run {self.run_id} ended differently from the recording, after every step "
+                    f"served matched it.\nRecorded: the run {recorded_side}\nAttempted: the run {attempted}\n"
+                    "The change is in the code between the boundaries; the exception this one came from "
+                    "shows where.",
                     run_id=self.run_id,
                     seq=None,
                     call_id=None,
@@ -503,8 +556,10 @@ class ReplayingRun(Run):
         if recorded is not None and self.events.run.status == sc.RUN_STATUS_ERROR:
             self.outcome = "diverged"
             raise OutcomeChangedError(
-                f"Replay of run {self.run_id} completed, but the recorded run failed with {recorded}. "
-                "The failure no longer happens: the code between the boundaries changed.",
+                f"Replay of run {self.run_id} ended differently from the recording, after every step "
+                f"served matched it.\nRecorded: the run failed with {recorded}\nAttempted: the run "
+                "completed without error\nThe failure no longer happens: the code between the "
+                "boundaries changed (or fixed it).",
                 run_id=self.run_id,
                 seq=None,
                 call_id=None,
@@ -513,23 +568,23 @@ class ReplayingRun(Run):
             )
         self.outcome = "completed"
 
-    def boundary(
+    def _call(
         self,
         kind: str,
         key: str,
         input: Any,
-        fn: Callable[[], T],
-        *,
-        decode: Decoder | None = None,
-        attributes: dict[str, Any] | None = None,
-    ) -> T:
+        fn: Callable[[], Any],
+        is_async: bool,
+        decode: Decoder | None,
+        attributes: dict[str, Any] | None,
+    ) -> Any:
         scope = self._scope()
         call_id = scope.next_call_id(kind, key)
         seq = next(self._seq)
         event = self.engine.take(scope.call_id, call_id, kind, key, seq, _codec.encode_input(input))
-        if _is_async(fn):
-            return cast(T, _served_async(event.error, event.output_json, decode))
-        return cast(T, _served(event.error, event.output_json, decode))
+        if is_async or event.awaited:
+            return _served_async(event, decode)
+        return _served(event, decode)
 
     def begin(
         self,
@@ -547,15 +602,16 @@ class ReplayingRun(Run):
         return Call(self, kind, key, call_id, seq, _Scope(self, call_id, None), recorded=event)
 
 
-def _served(error: ErrorInfo | None, output_json: bytes | None, decode: Decoder | None) -> Any:
-    if error is not None:
-        raise _codec.rebuild_error(error)
-    value = None if output_json is None else orjson.loads(output_json)
+def _served(event: Event, decode: Decoder | None) -> Any:
+    if event.error is not None:
+        raise _codec.rebuild_error(event.error)
+    output = event.output_json
+    value = None if output is None else orjson.loads(output)
     return decode(value) if decode is not None else value
 
 
-async def _served_async(error: ErrorInfo | None, output_json: bytes | None, decode: Decoder | None) -> Any:
-    return _served(error, output_json, decode)
+async def _served_async(event: Event, decode: Decoder | None) -> Any:
+    return _served(event, decode)
 
 
 class Call:
@@ -681,7 +737,11 @@ class Call:
 
 
 def _same_error(recorded: ErrorInfo, exc: BaseException) -> bool:
-    return recorded.type_name == type(exc).__qualname__ and recorded.message == str(exc)
+    if isinstance(exc, RecordedError):
+        # The recorded failure, served as RecordedError because its type could not be rebuilt.
+        return (exc.type_name, exc.module, exc.message) == (recorded.type_name, recorded.module, recorded.message)
+    cls = type(exc)
+    return (cls.__qualname__, cls.__module__, str(exc)) == (recorded.type_name, recorded.module, recorded.message)
 
 
 def record(agent: str = "agent", run_id: str | None = None) -> RecordingRun:
@@ -746,4 +806,3 @@ def boundary(
     if run is None:
         return fn()
     return run.boundary(kind, key, input, fn, decode=decode, attributes=attributes)
-

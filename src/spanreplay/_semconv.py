@@ -40,6 +40,9 @@ SCHEMA: Final = "spanreplay.schema_version"
 INPUT: Final = "spanreplay.input"
 OUTPUT: Final = "spanreplay.output"
 ERROR: Final = "spanreplay.error"
+# True when the work was awaited (an async function, or a callable that returned a
+# coroutine): replay then hands back an awaitable too. Absent means not awaited.
+AWAITED: Final = "spanreplay.awaited"
 SIZE_SUFFIX: Final = ".size"
 SHA256_SUFFIX: Final = ".sha256"
 

@@ -110,12 +110,18 @@ class RecordedError(SpanReplayError):
     """
 
     def __init__(
-        self, type_name: str, module: str, message: str, fields: Mapping[str, Any] | None = None
+        self,
+        type_name: str,
+        module: str,
+        message: str,
+        fields: Mapping[str, Any] | None = None,
+        *,
+        hint: str | None = None,
     ) -> None:
+        hint = hint or f"import {module} before replaying to get the original type"
         super().__init__(
             f"{module}.{type_name}: {message} (recorded failure replayed as RecordedError "
-            f"because {module}.{type_name} cannot be rebuilt; import {module} before "
-            "replaying to get the original type)"
+            f"because {module}.{type_name} cannot be rebuilt; {hint})"
         )
         self.type_name = type_name
         self.module = module

@@ -15,8 +15,8 @@ from typing import Any
 
 import orjson
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import ReadableSpan
-from opentelemetry.trace import SpanKind, StatusCode
+from opentelemetry.sdk.trace import Event, ReadableSpan
+from opentelemetry.trace import Link, SpanKind, StatusCode
 
 # The SDK numbers SpanKind from 0 (INTERNAL); OTLP numbers it from 1 (0 is UNSPECIFIED).
 _KIND = {kind: kind.value + 1 for kind in SpanKind}
@@ -25,12 +25,19 @@ _STATUS = {StatusCode.UNSET: 0, StatusCode.OK: 1, StatusCode.ERROR: 2}
 
 def any_value(value: Any) -> dict[str, Any]:
     """One attribute value as an OTLP/JSON AnyValue."""
-    if isinstance(value, str):
+    kind = type(value)
+    # Exact type checks first: attribute values are nearly always plain str and int,
+    # and this runs for every attribute of every span written.
+    if kind is str:
         return {"stringValue": value}
+    if kind is int:
+        return {"intValue": str(value)}
+    if isinstance(value, str):
+        return {"stringValue": str(value)}
     if isinstance(value, bool):
         return {"boolValue": value}
     if isinstance(value, int):
-        return {"intValue": str(value)}
+        return {"intValue": str(int(value))}
     if isinstance(value, float):
         if math.isfinite(value):
             return {"doubleValue": value}
@@ -53,52 +60,79 @@ def key_values(attributes: Mapping[str, Any] | None) -> list[dict[str, Any]]:
     return [{"key": k, "value": any_value(v)} for k, v in attributes.items()]
 
 
+def _raw(span: ReadableSpan) -> tuple[Mapping[str, Any], Sequence[Event], Sequence[Link]]:
+    """A span's attributes, events and links without the copies its properties make.
+
+    ``ReadableSpan.attributes`` wraps a ``BoundedAttributes`` whose item iteration
+    goes through Python methods, and ``events``/``links`` copy under a lock: together
+    they cost more than the rest of the encoding. An ended span no longer changes, so
+    the SDK's own containers are read directly, with the public properties as the
+    fallback for SDKs that store them differently.
+    """
+    stored = getattr(span, "_attributes", None)
+    attributes = getattr(stored, "_dict", None)
+    if not isinstance(attributes, dict):
+        attributes = span.attributes or {}
+    events = getattr(span, "_events", None)
+    if not isinstance(events, (tuple, list)):
+        events = span.events
+    links = getattr(span, "_links", None)
+    if not isinstance(links, (tuple, list)):
+        links = span.links
+    return attributes, events, links
+
+
 def span_dict(span: ReadableSpan) -> dict[str, Any]:
     """The OTLP/JSON ``Span`` object for one SDK span (ended or still running)."""
     ctx = span.get_span_context()
     assert ctx is not None  # SDK spans always carry a context
+    attributes, events, links = _raw(span)
     out: dict[str, Any] = {
         "traceId": format(ctx.trace_id, "032x"),
         "spanId": format(ctx.span_id, "016x"),
     }
     if ctx.trace_state:
         out["traceState"] = ctx.trace_state.to_header()
-    if span.parent is not None:
-        out["parentSpanId"] = format(span.parent.span_id, "016x")
-    out["flags"] = int(ctx.trace_flags) | (0x300 if span.parent is not None and span.parent.is_remote else 0x100)
+    parent = span.parent
+    if parent is not None:
+        out["parentSpanId"] = format(parent.span_id, "016x")
+    # Bits 8 and 9: "whether the parent is remote" is known (0x100), and its value (0x200).
+    out["flags"] = int(ctx.trace_flags) | (0x300 if parent is not None and parent.is_remote else 0x100)
     out["name"] = span.name
     out["kind"] = _KIND[span.kind]
     if span.start_time is not None:
         out["startTimeUnixNano"] = str(span.start_time)
     if span.end_time is not None:
         out["endTimeUnixNano"] = str(span.end_time)
-    out["attributes"] = key_values(span.attributes)
+    out["attributes"] = [{"key": k, "value": any_value(v)} for k, v in attributes.items()]
     if span.dropped_attributes:
         out["droppedAttributesCount"] = span.dropped_attributes
-    if span.events:
+    if events:
         out["events"] = [
-            {"timeUnixNano": str(e.timestamp), "name": e.name, "attributes": key_values(e.attributes)}
-            for e in span.events
+            {"timeUnixNano": str(e.timestamp), "name": e.name, "attributes": key_values(e.attributes)} for e in events
         ]
     if span.dropped_events:
         out["droppedEventsCount"] = span.dropped_events
-    if span.links:
+    if links:
         out["links"] = [
             {
                 "traceId": format(link.context.trace_id, "032x"),
                 "spanId": format(link.context.span_id, "016x"),
                 "attributes": key_values(link.attributes),
             }
-            for link in span.links
+            for link in links
         ]
     if span.dropped_links:
         out["droppedLinksCount"] = span.dropped_links
-    status: dict[str, Any] = {}
-    if span.status.status_code is not StatusCode.UNSET:
-        status["code"] = _STATUS[span.status.status_code]
-    if span.status.description:
-        status["message"] = span.status.description
-    out["status"] = status
+    status = span.status
+    if status.status_code is StatusCode.UNSET:
+        out["status"] = {}
+    else:
+        out["status"] = (
+            {"code": _STATUS[status.status_code], "message": status.description}
+            if status.description
+            else {"code": _STATUS[status.status_code]}
+        )
     return out
 
 

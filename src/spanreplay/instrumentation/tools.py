@@ -35,7 +35,8 @@ class _Binder:
 
     def __call__(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
         if self.simple and len(args) <= len(self.names):
-            bound = dict(zip(self.names, args))
+            # Fewer args than parameters is the normal case: zip stops at the shorter.
+            bound = dict(zip(self.names, args, strict=False))
             if kwargs:
                 bound.update(kwargs)
             if len(bound) < len(self.names):
@@ -78,7 +79,8 @@ def tool(fn: F | None = None, /, *, name: str | None = None) -> F | Callable[[F]
                 run = current_run()
                 if run is None:
                     return await func(*args, **kwargs)
-                return await run.boundary(sc.KIND_TOOL, key, bind(args, kwargs), functools.partial(func, *args, **kwargs))
+                call = functools.partial(func, *args, **kwargs)
+                return await run._call(sc.KIND_TOOL, key, bind(args, kwargs), call, True, None, None)
 
             return async_wrapper  # type: ignore[return-value]
 
@@ -87,7 +89,8 @@ def tool(fn: F | None = None, /, *, name: str | None = None) -> F | Callable[[F]
             run = current_run()
             if run is None:
                 return func(*args, **kwargs)
-            return run.boundary(sc.KIND_TOOL, key, bind(args, kwargs), functools.partial(func, *args, **kwargs))
+            call = functools.partial(func, *args, **kwargs)
+            return run._call(sc.KIND_TOOL, key, bind(args, kwargs), call, False, None, None)
 
         return wrapper  # type: ignore[return-value]
 
