@@ -19,6 +19,7 @@ import contextlib
 import logging
 import threading
 import time
+import weakref
 from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any
 
@@ -141,7 +142,9 @@ class CallRecorder:
         self.started = time.perf_counter()
         self.first_chunk: float | None = None
         self.attempts: list[dict[str, Any]] = []
-        self._open_tap: _Tap | None = None
+        # Weak: an agent that drops an unread stream must let it be collected, which
+        # is how the tap learns the stream was dropped (the run holds this recorder).
+        self._open_tap: weakref.ref[_Tap] | None = None
         self._returned = False
         self._lock = threading.Lock()
         call.on_abandon = self._abandoned
@@ -163,7 +166,7 @@ class CallRecorder:
         entry["streamed"] = True
         tap = _Tap(self, entry, response)
         tap.client = client
-        self._open_tap = tap
+        self._open_tap = weakref.ref(tap)
         response.stream = tap.wrap(response.stream)
 
     def connection_error(self, exc: BaseException) -> None:
@@ -183,14 +186,16 @@ class CallRecorder:
         """The SDK method returned: the span ends now, or when the agent is done with the body."""
         with self._lock:
             self._returned = True
-            tap = self._open_tap
+            tap = self._tap()
             waiting = tap is not None and not tap.ended
         if not waiting:
             self._finish(None)
 
     def tap_ended(self, tap: _Tap, error: BaseException | None) -> None:
         with self._lock:
-            last = tap is self._open_tap and self._returned
+            # By entry, not by the weak reference: the collector clears that first
+            # when it collects a dropped stream.
+            last = self._returned and bool(self.attempts) and tap.entry is self.attempts[-1]
         if last:
             self._finish(error)
 
@@ -198,8 +203,11 @@ class CallRecorder:
         if self.first_chunk is None:
             self.first_chunk = time.perf_counter()
 
+    def _tap(self) -> _Tap | None:
+        return self._open_tap() if self._open_tap is not None else None
+
     def _abandoned(self) -> None:
-        tap = self._open_tap
+        tap = self._tap()
         if tap is not None and not tap.ended:
             tap.end("abandoned", None)
         self._finish(None)
@@ -215,7 +223,7 @@ class CallRecorder:
 
     def _stream_error(self) -> BaseException | None:
         """The SDK error an ``event: error`` in the stream raised in the agent."""
-        tap = self._open_tap
+        tap = self._tap()
         last = self.attempts[-1] if self.attempts else {}
         for event in last.get("events", ()):
             if event.get("event") == "error" and tap is not None:
