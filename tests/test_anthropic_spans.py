@@ -34,7 +34,8 @@ def _chat_spans(exporter: InMemorySpanExporter) -> list[Any]:
 def test_a_call_is_one_client_span_with_the_genai_attributes(
     server: MessagesAPIServer, trace_dir: Path, memory_exporter: InMemorySpanExporter, instrumented: None
 ) -> None:
-    server.script(reply(text("Shipped."), id="msg_abc", input_tokens=25, output_tokens=12, cache_read=40, cache_write=8))
+    answer = reply(text("Shipped."), id="msg_abc", input_tokens=25, output_tokens=12, cache_read=40, cache_write=8)
+    server.script(answer)
     with anthropic.Anthropic(base_url=server.url, api_key="test-key") as client, spanreplay.record():
         client.messages.create(**ARGS)
 
@@ -86,9 +87,12 @@ def test_a_stream_records_its_events_and_time_to_first_chunk(
     server: MessagesAPIServer, trace_dir: Path, memory_exporter: InMemorySpanExporter, instrumented: None
 ) -> None:
     server.script(reply(text("A fairly long streamed answer."), event_gap=0.01))
-    with anthropic.Anthropic(base_url=server.url, api_key="test-key") as client, spanreplay.record() as run:
-        with client.messages.stream(**ARGS) as stream:
-            final = stream.get_final_message()
+    with (
+        anthropic.Anthropic(base_url=server.url, api_key="test-key") as client,
+        spanreplay.record() as run,
+        client.messages.stream(**ARGS) as stream,
+    ):
+        final = stream.get_final_message()
 
     (span,) = _chat_spans(memory_exporter)
     attributes = dict(span.attributes or {})
@@ -136,7 +140,8 @@ def test_message_content_attributes_only_with_the_conventions_switch(
     assert json.loads(attributes["gen_ai.input.messages"]) == [
         {"role": "user", "parts": [{"type": "text", "content": "Where is my order A-17?"}]}
     ]
-    assert json.loads(attributes["gen_ai.system_instructions"]) == [{"type": "text", "content": "You are a support agent."}]
+    system = [{"type": "text", "content": "You are a support agent."}]
+    assert json.loads(attributes["gen_ai.system_instructions"]) == system
     assert json.loads(attributes["gen_ai.output.messages"]) == [
         {
             "role": "assistant",
@@ -157,7 +162,9 @@ def test_sdk_spans_switch_keeps_the_sdk_span_inside_ours(
     try:
         with (
             anthropic.Anthropic(
-                base_url=server.url, api_key="test-key", open_telemetry={"tracer_provider": trace_dir_provider(trace_dir)}
+                base_url=server.url,
+                api_key="test-key",
+                open_telemetry={"tracer_provider": spanreplay.settings().provider},
             ) as client,
             spanreplay.record(),
         ):
@@ -168,10 +175,6 @@ def test_sdk_spans_switch_keeps_the_sdk_span_inside_ours(
     (sdk,) = [s for s in memory_exporter.get_finished_spans() if s.name == "anthropic.messages.create"]
     assert sdk.parent is not None
     assert sdk.parent.span_id == ours.context.span_id
-
-
-def trace_dir_provider(trace_dir: Path) -> Any:
-    return spanreplay.settings().provider
 
 
 def test_calls_outside_a_run_keep_the_sdk_span_and_record_nothing(
