@@ -38,6 +38,7 @@ class ReplayEngine:
         self._ignore = tuple(_jsonpath.parse(p) for p in ignore_paths)
         self._served: set[str] = set()
         self._lock = threading.Lock()
+        self._seqs = frozenset(event.seq for event in log)
         self._children: dict[str, list[Event]] = {}
         for event in log:
             self._children.setdefault(event.parent_call_id, []).append(event)
@@ -80,6 +81,8 @@ class ReplayEngine:
                     recorded=event.describe(),
                     attempted=attempted,
                 )
+            if event is None and self.log.run.status == sc.RUN_STATUS_CRASHED and seq not in self._seqs:
+                raise self._crash_point(call_id, seq, attempted)
             expected = self._next_unserved(scope_id)
             if expected is not None:
                 raise DifferentCallError(
@@ -110,6 +113,22 @@ class ReplayEngine:
                 recorded=None,
                 attempted=attempted,
             )
+
+    def _crash_point(self, call_id: str, seq: int, attempted: str) -> UnexpectedCallError:
+        """The call that was running when the recorded process died (its span never ended)."""
+        last = self.log.events[-1].seq if len(self.log) else 0
+        where = f"seq {seq} never ended" if seq < last else f"nothing was recorded after seq {last}"
+        return UnexpectedCallError(
+            f"Replay of run {self.run_id} reached the point where the recorded process died: {where} "
+            f"(call id {call_id}).\nRecorded: nothing for this call (the run crashed while it ran, or "
+            f"before it)\nAttempted: {attempted}\nThe recording holds no outcome for this step; look at "
+            "what killed the process here (a kill, an out-of-memory, a hang in this call).",
+            run_id=self.run_id,
+            seq=seq,
+            call_id=call_id,
+            recorded=None,
+            attempted=attempted,
+        )
 
     def check_finished(self) -> None:
         """Raise LeftoverEventsError if recorded events were never asked for."""
