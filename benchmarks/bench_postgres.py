@@ -106,18 +106,34 @@ def measure(*, calls: int, repeats: int) -> list[Figure]:
     sync_ratio = [a / b for a, b in zip(us["per step"], us["off"], strict=True)]
     batch_ratio = [a / b for a, b in zip(us["batched"], us["off"], strict=True)]
     return [
-        Figure(NAME, "steps committed per second, per step", median(per_step_rate), "steps/s",
-               note=f"synchronous_commit={commit_setting[0] if commit_setting else '?'}; "
-               + noise(per_step_rate)),  # fmt: skip
-        Figure(NAME, "steps committed per second, batched", median(batched_rate), "steps/s",
-               note="until the last row is committed; " + noise(batched_rate)),
+        Figure(
+            NAME,
+            "steps committed per second, per step",
+            median(per_step_rate),
+            "steps/s",
+            note=f"synchronous_commit={commit_setting[0] if commit_setting else '?'}; " + noise(per_step_rate),
+        ),
+        Figure(
+            NAME,
+            "steps committed per second, batched",
+            median(batched_rate),
+            "steps/s",
+            note="until the last row is committed; " + noise(batched_rate),
+        ),
         Figure(NAME, "ratio batched / per step throughput", median(batched_rate) / median(per_step_rate), "x"),
-        Figure(NAME, "agent latency per boundary, Postgres off", median(us["off"]), "us/call",
-               note="durable file on; " + noise(us["off"])),  # fmt: skip
-        Figure(NAME, "agent latency per boundary, per step", median(us["per step"]), "us/call",
-               note=noise(us["per step"])),  # fmt: skip
-        Figure(NAME, "agent latency per boundary, batched", median(us["batched"]), "us/call",
-               note=noise(us["batched"])),  # fmt: skip
+        Figure(
+            NAME,
+            "agent latency per boundary, Postgres off",
+            median(us["off"]),
+            "us/call",
+            note="durable file on; " + noise(us["off"]),
+        ),
+        Figure(
+            NAME, "agent latency per boundary, per step", median(us["per step"]), "us/call", note=noise(us["per step"])
+        ),
+        Figure(
+            NAME, "agent latency per boundary, batched", median(us["batched"]), "us/call", note=noise(us["batched"])
+        ),
         Figure(NAME, "latency ratio per step / off", median(sync_ratio), "x", note="median of per-repeat ratios"),
         Figure(NAME, "latency ratio batched / off", median(batch_ratio), "x", note="median of per-repeat ratios"),
         Figure(NAME, "calls per repeat x repeats", calls * repeats, "calls", note=f"{calls} x {repeats}"),

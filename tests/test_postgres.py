@@ -71,7 +71,11 @@ def _with_schema(dsn: str, schema: str) -> str:
 
 @pytest.fixture
 def pg_dsn(pg_server: str) -> Iterator[str]:
-    """A DSN whose search_path is a fresh schema holding the spanreplay tables."""
+    """A DSN whose search_path is a fresh schema holding the spanreplay tables.
+
+    Tests name it before ``provider``, so the provider (and the processors writing
+    here) shuts down before the schema is dropped.
+    """
     import psycopg
 
     from spanreplay.postgres import upgrade
@@ -94,7 +98,7 @@ def query(dsn: str, sql: str, params: Any = None) -> list[tuple[Any, ...]]:
 
 
 @pytest.fixture
-def recording(tmp_path: Path, provider: TracerProvider, pg_dsn: str) -> tuple[Path, str]:
+def recording(pg_dsn: str, tmp_path: Path, provider: TracerProvider) -> tuple[Path, str]:
     """spanreplay writing this test's runs to a trace directory and to Postgres, per step."""
     directory = tmp_path / "traces"
     spanreplay.configure(trace_dir=directory, tracer_provider=provider, strict=True, postgres=pg_dsn)
@@ -284,7 +288,7 @@ def test_any_json_payload_comes_back_from_postgres_byte_for_byte(recording: tupl
 
 
 def test_batched_mode_commits_on_flush_and_equals_the_file(
-    tmp_path: Path, provider: TracerProvider, pg_dsn: str
+    pg_dsn: str, tmp_path: Path, provider: TracerProvider
 ) -> None:
     from spanreplay.exporters.postgres import PostgresSpanProcessor
 
@@ -318,7 +322,7 @@ def test_batched_mode_writes_what_is_queued_when_the_provider_shuts_down(tmp_pat
 
 
 def test_the_environment_variable_turns_the_exporter_on(
-    tmp_path: Path, provider: TracerProvider, pg_dsn: str, monkeypatch: pytest.MonkeyPatch
+    pg_dsn: str, tmp_path: Path, provider: TracerProvider, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("SPANREPLAY_POSTGRES_DSN", pg_dsn)
     config = spanreplay.configure(trace_dir=tmp_path / "traces", tracer_provider=provider, strict=True)
@@ -329,7 +333,7 @@ def test_the_environment_variable_turns_the_exporter_on(
 
 
 def test_configuring_again_without_postgres_stops_the_rows(
-    tmp_path: Path, provider: TracerProvider, pg_dsn: str
+    pg_dsn: str, tmp_path: Path, provider: TracerProvider
 ) -> None:
     spanreplay.configure(trace_dir=tmp_path / "traces", tracer_provider=provider, strict=True, postgres=pg_dsn)
     config = spanreplay.configure(trace_dir=tmp_path / "traces", tracer_provider=provider, strict=True)
@@ -343,7 +347,7 @@ def test_configuring_again_without_postgres_stops_the_rows(
 
 
 def test_a_database_that_is_down_never_breaks_the_agent_and_export_fills_the_rows_in(
-    tmp_path: Path, provider: TracerProvider, pg_dsn: str, caplog: pytest.LogCaptureFixture
+    pg_dsn: str, tmp_path: Path, provider: TracerProvider, caplog: pytest.LogCaptureFixture
 ) -> None:
     from spanreplay.exporters.postgres import PostgresSpanProcessor
     from spanreplay.postgres._export import export
@@ -375,7 +379,7 @@ def test_a_database_that_is_down_never_breaks_the_agent_and_export_fills_the_row
 
 
 def test_a_slow_database_delays_a_step_at_most_the_timeout_and_the_rows_arrive_later(
-    tmp_path: Path, provider: TracerProvider, pg_dsn: str, caplog: pytest.LogCaptureFixture
+    pg_dsn: str, tmp_path: Path, provider: TracerProvider, caplog: pytest.LogCaptureFixture
 ) -> None:
     import psycopg
 
@@ -501,7 +505,7 @@ def test_eight_agent_processes_writing_at_once_lose_no_row(tmp_path: Path, pg_ds
 
 
 def test_eight_agent_threads_sharing_a_small_pool_lose_no_row(
-    tmp_path: Path, provider: TracerProvider, pg_dsn: str
+    pg_dsn: str, tmp_path: Path, provider: TracerProvider
 ) -> None:
     from spanreplay.exporters.postgres import PostgresSpanProcessor
 
@@ -546,7 +550,7 @@ def _record_runs(directory: Path, provider: TracerProvider, count: int) -> list[
     return ids
 
 
-def test_a_retried_export_writes_no_duplicate(tmp_path: Path, provider: TracerProvider, pg_dsn: str) -> None:
+def test_a_retried_export_writes_no_duplicate(pg_dsn: str, tmp_path: Path, provider: TracerProvider) -> None:
     from spanreplay.postgres._export import export
 
     directory = tmp_path / "traces"
@@ -563,7 +567,7 @@ def test_a_retried_export_writes_no_duplicate(tmp_path: Path, provider: TracerPr
 
 
 def test_export_of_a_source_that_holds_every_span_twice_adds_each_step_once(
-    tmp_path: Path, provider: TracerProvider, pg_dsn: str
+    pg_dsn: str, tmp_path: Path, provider: TracerProvider
 ) -> None:
     from spanreplay.postgres._export import export
 
@@ -578,7 +582,7 @@ def test_export_of_a_source_that_holds_every_span_twice_adds_each_step_once(
     assert spanreplay.load(pg_dsn, run_id) == spanreplay.load(directory, run_id)
 
 
-def test_export_from_a_jaeger_trace_gives_the_same_run(tmp_path: Path, provider: TracerProvider, pg_dsn: str) -> None:
+def test_export_from_a_jaeger_trace_gives_the_same_run(pg_dsn: str, tmp_path: Path, provider: TracerProvider) -> None:
     from spanreplay.postgres._export import export
 
     directory = tmp_path / "traces"
@@ -668,7 +672,7 @@ def test_an_unreachable_database_is_one_sentence_naming_it_without_its_password(
 
 
 def test_the_cli_lists_shows_and_exports_runs_in_postgres(
-    tmp_path: Path, provider: TracerProvider, pg_dsn: str
+    pg_dsn: str, tmp_path: Path, provider: TracerProvider
 ) -> None:
     from spanreplay.cli import cli
 
@@ -738,7 +742,7 @@ def _dated_run(directory: Path, days_ago: float, outcome: str) -> str:
 
 
 def test_prune_removes_exactly_the_runs_past_their_retention_in_postgres(
-    tmp_path: Path, provider: TracerProvider, pg_dsn: str
+    pg_dsn: str, tmp_path: Path, provider: TracerProvider
 ) -> None:
     from spanreplay.cli import cli
     from spanreplay.postgres._export import export

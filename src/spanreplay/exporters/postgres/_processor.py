@@ -67,10 +67,13 @@ class PostgresExportStats:
     invalid: int = 0
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class _Write:
     kind: str
-    params: dict[str, Any]
+    params: dict[str, Any] | None = None
+    # An ended span whose row the writer thread builds (batched mode): the agent's
+    # thread then pays for neither the codec nor the digests.
+    span: ReadableSpan | None = None
 
 
 def _span_record(span: ReadableSpan) -> SpanRecord:
@@ -176,7 +179,10 @@ class PostgresSpanProcessor(SpanProcessor):
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
         attributes = span.attributes or {}
         if self.enabled and attributes.get(sc.RUN_STATUS) == sc.RUN_STATUS_RUNNING and sc.RUN_ID in attributes:
-            self._convert(_RUN, _rows.run_params, span)
+            # Converted now in any mode: a started span still changes until it ends.
+            write = self._convert(_Write(_RUN, span=span))
+            if write is not None:
+                self._submit(write)
 
     def on_end(self, span: ReadableSpan) -> None:
         if not self.enabled:
@@ -185,20 +191,36 @@ class PostgresSpanProcessor(SpanProcessor):
         if sc.RUN_ID not in attributes:
             return
         if sc.CALL_ID in attributes:
-            self._convert(_STEP, _rows.step_params, span)
+            write = _Write(_STEP, span=span)
         elif sc.RUN_STATUS in attributes:
-            self._convert(_RUN, _rows.run_params, span)
-
-    def _convert(self, kind: str, to_params: Callable[[SpanRecord], dict[str, Any]], span: ReadableSpan) -> None:
-        try:
-            write = _Write(kind, to_params(_span_record(span)))
-        except Exception:  # telemetry never breaks the agent
-            self.stats.invalid += 1
-            logger.exception(
-                "spanreplay could not turn span %r into a Postgres row; the trace file still has it", span.name
-            )
+            write = _Write(_RUN, span=span)
+        else:
             return
-        self._submit(write)
+        if self.batch:
+            self._submit(write)  # converted by the writer thread
+            return
+        converted = self._convert(write)
+        if converted is not None:
+            self._submit(converted)
+
+    def _convert(self, write: _Write) -> _Write | None:
+        """Fill in the row parameters of ``write`` from its span; None if the span cannot be a row."""
+        if write.params is not None or write.span is None:
+            return write
+        to_params: Callable[[SpanRecord], dict[str, Any]] = (
+            _rows.step_params if write.kind == _STEP else _rows.run_params
+        )
+        try:
+            write.params = to_params(_span_record(write.span))
+        except Exception:  # telemetry never breaks the agent
+            with self._cond:
+                self.stats.invalid += 1
+            logger.exception(
+                "spanreplay could not turn span %r into a Postgres row; the trace file still has it", write.span.name
+            )
+            return None
+        write.span = None
+        return write
 
     def _submit(self, write: _Write) -> None:
         if os.getpid() != self._pid:
@@ -212,14 +234,17 @@ class PostgresSpanProcessor(SpanProcessor):
 
     def _write(self, writes: list[_Write]) -> bool:
         """Commit ``writes``; on failure queue them for retry. True when committed."""
+        writes = [w for w in map(self._convert, writes) if w is not None]
+        if not writes:
+            return True
         try:
             with self._pool.connection(timeout=self.timeout) as conn:
                 if len(writes) == 1:
                     conn.execute(_rows.UPSERT_RUN if writes[0].kind == _RUN else _rows.INSERT_STEP, writes[0].params)
                 else:
                     with conn.transaction(), conn.cursor() as cur:
-                        runs = [w.params for w in writes if w.kind == _RUN]
-                        steps = [w.params for w in writes if w.kind == _STEP]
+                        runs = [w.params for w in writes if w.kind == _RUN and w.params is not None]
+                        steps = [w.params for w in writes if w.kind == _STEP and w.params is not None]
                         if runs:
                             cur.executemany(_rows.UPSERT_RUN, runs)
                         if steps:
