@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import hashlib
 import shutil
 import subprocess
 import sys
@@ -10,6 +11,7 @@ import textwrap
 import tracemalloc
 from pathlib import Path
 
+import orjson
 import pytest
 
 import spanreplay
@@ -451,3 +453,68 @@ def test_third_party_and_spanreplay_files_side_by_side(trace_dir: Path) -> None:
     shutil.copy(THIRD_PARTY / "opentelemetry-proto/logs.json", trace_dir / "logs.json")
     assert [r.run_id for r in spanreplay.runs(trace_dir)] == ["run_a"]
     assert len(spanreplay.load(trace_dir)) == 6
+
+
+# --- hand-edited values reach the codec: a clear error, never a crash ------------------------
+
+
+def edit_attribute(path: Path, seq: int | None, key: str, value: dict[str, object], dest: Path) -> Path:
+    """``path`` with attribute ``key`` of the span at ``seq`` (None: the ended run span) set to ``value``."""
+    out = []
+    raw_lines = lines(path)
+    for i, raw in enumerate(raw_lines):
+        if seq_of(raw) == seq and (seq is not None or i == len(raw_lines) - 1):
+            doc = orjson.loads(raw)
+            attributes = doc["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["attributes"]
+            attributes[:] = [a for a in attributes if a["key"] != key] + [{"key": key, "value": value}]
+            raw = orjson.dumps(doc) + b"\n"
+        out.append(raw)
+    dest.write_bytes(b"".join(out))
+    return dest
+
+
+def with_payload(path: Path, seq: int | None, name: str, payload: bytes, dest: Path) -> Path:
+    """``path`` with payload ``name`` replaced, its size and sha256 updated to match."""
+    edit_attribute(path, seq, name, {"stringValue": payload.decode()}, dest)
+    edit_attribute(dest, seq, name + ".size", {"intValue": str(len(payload))}, dest)
+    return edit_attribute(dest, seq, name + ".sha256", {"stringValue": hashlib.sha256(payload).hexdigest()}, dest)
+
+
+@pytest.mark.parametrize("value", [{"doubleValue": "Infinity"}, {"stringValue": "²"}, {"arrayValue": {}}])
+def test_a_seq_that_is_no_integer_is_a_format_error(trace_dir: Path, tmp_path: Path, value: dict[str, object]) -> None:
+    record_agent("run_a")
+    edited = edit_attribute(trace_dir / "run_a.jsonl", 2, "spanreplay.seq", value, tmp_path / "e.jsonl")
+    with pytest.raises(TraceFormatError, match=r"Attribute spanreplay\.seq is .*, not an integer"):
+        spanreplay.load(edited)
+
+
+@pytest.mark.parametrize("value", [{"doubleValue": "Infinity"}, {"stringValue": "many"}, {"stringValue": "9" * 5000}])
+def test_a_payload_size_that_is_no_integer_is_a_format_error(
+    trace_dir: Path, tmp_path: Path, value: dict[str, object]
+) -> None:
+    record_agent("run_a")
+    edited = edit_attribute(trace_dir / "run_a.jsonl", 1, "spanreplay.input.size", value, tmp_path / "e.jsonl")
+    with pytest.raises(TraceFormatError, match=r"spanreplay\.input\.size"):
+        spanreplay.load(edited)
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [b'{"type": "E", "fields": "ab"}', b'{"type": "E", "fields": [1, 2]}', b"[1]", b'"text"', b"{"],
+)
+def test_an_error_payload_that_is_not_an_error_record_is_a_format_error(
+    trace_dir: Path, tmp_path: Path, payload: bytes
+) -> None:
+    record_failing("run_f")
+    edited = with_payload(trace_dir / "run_f.jsonl", 7, "spanreplay.error", payload, tmp_path / "e.jsonl")
+    with pytest.raises(TraceFormatError, match="The recorded error payload is not the JSON object spanreplay writes"):
+        spanreplay.load(edited)
+
+
+@pytest.mark.parametrize("steps", [{"stringValue": "²"}, {"stringValue": "1" * 5000}, {"doubleValue": "NaN"}])
+def test_a_step_count_that_is_no_integer_is_ignored(trace_dir: Path, tmp_path: Path, steps: dict[str, object]) -> None:
+    record_agent("run_a")
+    edited = edit_attribute(trace_dir / "run_a.jsonl", None, "spanreplay.run.steps", steps, tmp_path / "e.jsonl")
+    log = spanreplay.load(edited)
+    assert (log.run.steps, log.run.status, len(log)) == (None, "ok", 6)
+    assert spanreplay.runs(edited)[0].status == "ok"

@@ -356,25 +356,53 @@ def test_line_filter_never_parses_lines_without_the_needle(tmp_path: Path) -> No
         names(path)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(
     lines=st.lists(st.sampled_from([b"", b"a", b"needle", b"xneedlex", b"nee", b"dle", b"x" * 50]), max_size=40),
     last_newline=st.booleans(),
     block=st.integers(min_value=1, max_value=64),
-    start=st.integers(min_value=1, max_value=3),
+    head_lines=st.integers(min_value=0, max_value=2),
 )
 def test_matching_lines_equals_a_naive_line_filter(
-    lines: list[bytes], last_newline: bool, block: int, start: int
+    lines: list[bytes], last_newline: bool, block: int, head_lines: int
 ) -> None:
     data = b"\n".join(lines) + (b"\n" if last_newline and lines else b"")
-    expected = [(n, text) for n, text in enumerate(io.BytesIO(data), start) if b"needle" in text]
+    naive, at = [], 0
+    for text in io.BytesIO(data):
+        naive.append((at, text))
+        at += len(text)
+    expected = [(offset, text) for offset, text in naive if b"needle" in text]
+    stream = io.BytesIO(data)
+    head = stream.readline() if head_lines else b""  # a line the sniffer already read
     original = _lines.BLOCK_BYTES
     _lines.BLOCK_BYTES = block  # small blocks put lines across block edges
     try:
-        got = list(_lines.matching_lines(io.BytesIO(data), b"needle", start=start))
+        got = list(_lines.matching_lines(stream, b"needle", head=head))
+        numbers = [_lines.line_number(io.BytesIO(data), offset) for offset, _ in got]
     finally:
         _lines.BLOCK_BYTES = original
     assert got == expected
+    assert numbers == [data[:offset].count(b"\n") + 1 for offset, _ in got]
+
+
+def test_spans_found_through_the_filter_name_their_byte_offset(tmp_path: Path) -> None:
+    path = write_lines(tmp_path / "t.jsonl", numbered_docs(5))
+    offset = len(b"".join(line(d) for d in numbered_docs(5)[:3]))
+    (found,) = iter_spans(path, contains=b'"op3"')
+    assert found.origin == f"{path} (the line at byte {offset})"
+    assert [s.origin for s in iter_spans(path)][3] == f"{path}:4"
+
+
+def test_errors_on_filtered_lines_still_name_the_line_number(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(b"".join(line(d) for d in numbered_docs(1000)) + b'{"op": "wanted" !!\n')
+    with pytest.raises(TraceFormatError, match=r"t\.jsonl:1001: not valid JSON") as info:
+        names(path, contains=b'"wanted"')
+    assert info.value.line == 1001
+    zipped = tmp_path / "t.jsonl.gz"
+    zipped.write_bytes(gzip.compress(path.read_bytes()))
+    with pytest.raises(TraceFormatError, match=r"t\.jsonl\.gz:1001: not valid JSON"):
+        names(zipped, contains=b'"wanted"')
 
 
 def test_spanreplay_load_of_a_non_trace_file_is_one_sentence(tmp_path: Path) -> None:

@@ -5,6 +5,10 @@ path. Looking at every line from Python costs more than the search itself, so
 the file is read in large blocks and ``bytes.find`` jumps from one occurrence of
 the needle to the next: lines without it are never copied, split or parsed.
 Memory holds one block plus the longest line, whatever the file's size.
+
+Filtered lines are located by byte offset, not line number: counting the
+newlines of the skipped text would take longer than finding the needle in it.
+``line_number`` turns an offset into a line number where a message needs one.
 """
 
 from __future__ import annotations
@@ -16,49 +20,73 @@ BLOCK_BYTES = 1 << 20
 _NL = b"\n"
 
 
+def numbered_lines(stream: IO[bytes], *, start: int = 1, head: bytes = b"") -> Iterator[tuple[int, bytes]]:
+    """``(line number, line)`` for every line; ``head`` is line ``start``, already read."""
+    if head:
+        yield start, head
+        start += 1
+    yield from enumerate(stream, start)
+
+
 def matching_lines(
-    stream: IO[bytes], needle: bytes | None, *, start: int = 1, head: bytes = b""
+    stream: IO[bytes], needle: bytes, *, offset: int = 0, head: bytes = b""
 ) -> Iterator[tuple[int, bytes]]:
-    """``(line number, line)`` for each line that contains ``needle`` (every line when None).
+    """``(byte offset, line)`` for each line that contains ``needle``.
 
     Lines keep their ``\\n``; a last line without one was cut short or simply
     not terminated, which the caller tells apart. ``head`` is one whole line
-    already read from the stream (while sniffing), numbered ``start``.
+    already read from the stream, starting at ``offset``. The needle must not
+    contain a newline.
     """
     if head:
-        if needle is None or needle in head:
-            yield start, head
-        start += 1
-    if needle is None:
-        yield from enumerate(stream, start)
-        return
-    newlines = start - 1  # newlines before the first byte of `pending`
-    pending: list[bytes] = []
+        if needle in head:
+            yield offset, head
+        offset += len(head)
+    partial: list[bytes] = []  # the start of a line that continues into the next block
+    partial_at = offset  # where that line starts
     while True:
         block = stream.read(BLOCK_BYTES)
         if not block:
             break
-        last_newline = block.rfind(_NL)
-        if last_newline == -1:
-            pending.append(block)  # inside one long line: wait for its end
-            continue
-        if pending:
-            pending.append(block)
-            buf = b"".join(pending)
-            end = len(buf) - (len(block) - last_newline - 1)
+        base = offset  # the offset of block[0]
+        offset += len(block)
+        begin = 0
+        if partial:
+            first_end = block.find(_NL) + 1
+            if not first_end:
+                partial.append(block)  # inside one long line: wait for its end
+                continue
+            # The line that straddles blocks: the only bytes ever joined.
+            partial.append(block[:first_end])
+            line = b"".join(partial)
+            partial = []
+            if needle in line:
+                yield partial_at, line
+            begin = first_end
+        end = block.rfind(_NL) + 1
+        if end > begin:
+            hit = block.find(needle, begin, end)
+            while hit != -1:
+                line_start = block.rfind(_NL, begin, hit) + 1 or begin
+                line_end = block.find(_NL, hit, end) + 1
+                yield base + line_start, block[line_start:line_end]
+                hit = block.find(needle, line_end, end)
         else:
-            buf, end = block, last_newline + 1
-        counted = 0  # buf[:counted] is included in `newlines`
-        hit = buf.find(needle, 0, end)
-        while hit != -1:
-            line_start = buf.rfind(_NL, 0, hit) + 1
-            line_end = buf.find(_NL, hit, end) + 1
-            newlines += buf.count(_NL, counted, line_start)
-            counted = line_start
-            yield newlines + 1, buf[line_start:line_end]
-            hit = buf.find(needle, line_end, end)
-        newlines += buf.count(_NL, counted, end)
-        pending = [buf[end:]] if end < len(buf) else []
-    tail = b"".join(pending)
+            end = begin
+        if end < len(block):
+            partial, partial_at = [block[end:]], base + end
+    tail = b"".join(partial)
     if tail and needle in tail:
-        yield newlines + 1, tail
+        yield partial_at, tail
+
+
+def line_number(stream: IO[bytes], offset: int) -> int:
+    """The number of the line that starts at byte ``offset`` of ``stream`` (read from its start)."""
+    newlines = 0
+    while offset > 0:
+        block = stream.read(min(BLOCK_BYTES, offset))
+        if not block:
+            break
+        newlines += block.count(_NL)
+        offset -= len(block)
+    return newlines + 1

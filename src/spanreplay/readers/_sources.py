@@ -12,10 +12,11 @@ import contextlib
 import glob
 import gzip
 import io
+import itertools
 import os
 import sys
 import zlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
@@ -25,7 +26,7 @@ from .._spans import SpanRecord
 from ..errors import TraceFormatError
 from . import _jaeger_json, _otlp_json
 from ._base import MalformedTrace, NotATrace, warn
-from ._lines import matching_lines
+from ._lines import line_number, matching_lines, numbered_lines
 
 STDIN = "-"
 STDIN_NAME = "<stdin>"
@@ -107,9 +108,17 @@ def read_file(name: str, *, contains: bytes | None = None, explicit: bool = True
             trace is skipped with a warning instead of failing.
     """
     shown = STDIN_NAME if name == STDIN else name
+
+    def locate(offset: int) -> int | None:
+        """The line number at a byte offset, for messages: the file is read again up to it."""
+        if name == STDIN:
+            return None  # read once
+        with _open(name, shown) as again:
+            return line_number(again, offset)
+
     with _open(name, shown) as stream:
         try:
-            yield from _read(shown, stream, contains, explicit)
+            yield from _read(shown, stream, contains, explicit, locate)
         except EOFError:
             # A gzip stream that ends early: the writer was stopped mid-file.
             warn(f"{shown} ends in the middle of its gzip stream (the writer was stopped); read everything before it.")
@@ -172,13 +181,15 @@ def _peek(stream: IO[bytes], size: int) -> bytes:
     return bytes(peek(size)) if peek is not None else b""
 
 
-def _read(name: str, stream: IO[bytes], contains: bytes | None, explicit: bool) -> Iterator[SpanRecord]:
+def _read(
+    name: str, stream: IO[bytes], contains: bytes | None, explicit: bool, locate: Callable[[int], int | None]
+) -> Iterator[SpanRecord]:
     first: bytes | None
     head = _peek(stream, 64).removeprefix(_BOM).lstrip()
     if head and head[:1] not in b"{[":
-        first, lineno = head, 1  # not JSON: no need to read what may be one long binary "line"
+        first, lineno, at = head, 1, 0  # not JSON: no need to read what may be one long binary "line"
     else:
-        first, lineno = _first_line(stream)
+        first, lineno, at = _first_line(stream)
     if first is None:
         if explicit:
             raise TraceFormatError(f"{name} is empty: it holds no trace. {_FORMATS}.", source=name)
@@ -197,7 +208,7 @@ def _read(name: str, stream: IO[bytes], contains: bytes | None, explicit: bool) 
         if not _cut_short(exc, first):
             # A syntax error inside the first line: JSON lines with a bad line, which
             # the filter may skip (another run's) or which fails naming its line.
-            yield from _read_lines(name, stream, contains, lineno, head=first)
+            yield from _read_lines(name, stream, contains, locate, start=lineno, offset=at, head=first)
         elif not first.endswith(b"\n"):
             # One line, cut short: the writer was stopped while writing its only span.
             warn(f"{name}:{lineno}: the only line is cut short (the writer was stopped while writing it).")
@@ -214,23 +225,23 @@ def _read(name: str, stream: IO[bytes], contains: bytes | None, explicit: bool) 
         return
     if contains is None or contains in first:
         try:
-            yield from _spans(doc, name, lineno)
+            yield from _spans(doc, f"{name}:{lineno}")
         except MalformedTrace as exc:
             raise _format_error(exc, name, lineno) from None
-    yield from _read_lines(name, stream, contains, lineno + 1)
+    yield from _read_lines(name, stream, contains, locate, start=lineno + 1, offset=at + len(first))
 
 
-def _first_line(stream: IO[bytes]) -> tuple[bytes | None, int]:
-    """The first line that is not blank (a leading byte order mark removed), and its number."""
-    lineno = 0
+def _first_line(stream: IO[bytes]) -> tuple[bytes | None, int, int]:
+    """The first line that is not blank (a leading byte order mark removed), its number and offset."""
+    lineno = offset = 0
     for line in iter(stream.readline, b""):
         lineno += 1
-        if lineno == 1 and line.startswith(_BOM):
-            line = line[len(_BOM) :]
-        stripped = line.lstrip()
+        stripped = line.removeprefix(_BOM) if lineno == 1 else line
+        stripped = stripped.lstrip()
         if stripped:
-            return stripped, lineno
-    return None, lineno
+            return stripped, lineno, offset + len(line) - len(stripped)
+        offset += len(line)
+    return None, lineno, offset
 
 
 def _cut_short(exc: orjson.JSONDecodeError, line: bytes) -> bool:
@@ -252,30 +263,51 @@ def _cut_short(exc: orjson.JSONDecodeError, line: bytes) -> bool:
 
 
 def _read_lines(
-    name: str, stream: IO[bytes], contains: bytes | None, start: int, head: bytes = b""
+    name: str,
+    stream: IO[bytes],
+    contains: bytes | None,
+    locate: Callable[[int], int | None],
+    *,
+    start: int,
+    offset: int,
+    head: bytes = b"",
 ) -> Iterator[SpanRecord]:
-    for lineno, line in matching_lines(stream, contains, start=start, head=head):
+    """The spans of each line from here on; ``head`` (line ``start``, at ``offset``) is already read."""
+    located: Iterator[tuple[int | None, int, bytes]]
+    if contains is None:
+        located = ((n, 0, line) for n, line in numbered_lines(stream, start=start, head=head))
+    elif head and contains in head:
+        located = itertools.chain(
+            [(start, offset, head)],
+            ((None, at, line) for at, line in matching_lines(stream, contains, offset=offset + len(head))),
+        )
+    else:
+        located = ((None, at, line) for at, line in matching_lines(stream, contains, offset=offset + len(head)))
+    for lineno, at, line in located:
         if line.isspace():
             continue
         try:
             doc = orjson.loads(line)
         except orjson.JSONDecodeError as exc:
+            lineno = lineno or locate(at)
+            where = f"{name}:{lineno}" if lineno is not None else f"{name} (the line at byte {at})"
             if not line.endswith(b"\n") and _cut_short(exc, line):
                 warn(
-                    f"{name}:{lineno}: the last line is cut short (the writer was stopped while "
-                    "writing it); read everything before it."
+                    f"{where}: the last line is cut short (the writer was stopped while writing it); "
+                    "read everything before it."
                 )
                 return
             raise TraceFormatError(
-                f"{name}:{lineno}: not valid JSON ({exc.msg} at column {exc.colno}); each line of an "
-                "OTLP/JSON-lines file must be one complete JSON object. Remove or repair that line.",
+                f"{where}: not valid JSON ({exc.msg} at column {exc.colno}); each line of an OTLP/JSON-lines "
+                "file must be one complete JSON object. Remove or repair that line.",
                 source=name,
                 line=lineno,
             ) from None
+        origin = f"{name}:{lineno}" if lineno is not None else f"{name} (the line at byte {at})"
         try:
-            yield from _spans(doc, name, lineno)
+            yield from _spans(doc, origin)
         except MalformedTrace as exc:
-            raise _format_error(exc, name, lineno) from None
+            raise _format_error(exc, name, lineno or locate(at)) from None
 
 
 def _read_document(name: str, data: bytes, explicit: bool) -> Iterator[SpanRecord]:
@@ -289,7 +321,7 @@ def _read_document(name: str, data: bytes, explicit: bool) -> Iterator[SpanRecor
             line=exc.lineno,
         ) from None
     try:
-        yield from _spans(doc, name, None)
+        yield from _spans(doc, name)
     except NotATrace as exc:
         if explicit:
             raise _format_error(exc, name, None) from None
@@ -309,8 +341,7 @@ def _format_error(exc: MalformedTrace, name: str, lineno: int | None) -> TraceFo
     )
 
 
-def _spans(doc: Any, name: str, lineno: int | None) -> Iterator[SpanRecord]:
-    origin = f"{name}:{lineno}" if lineno is not None else name
+def _spans(doc: Any, origin: str) -> Iterator[SpanRecord]:
     for item in _classify(doc):
         yield from _dispatch(item, origin)
 
