@@ -663,6 +663,61 @@ def test_a_database_without_the_tables_says_to_run_db_upgrade(pg_server: str) ->
         spanreplay.runs(_with_schema(pg_server, schema))
 
 
+def test_recording_into_a_database_without_the_tables_logs_the_upgrade_command_once(
+    pg_server: str, tmp_path: Path, provider: TracerProvider, caplog: pytest.LogCaptureFixture
+) -> None:
+    from spanreplay.exporters.postgres import PostgresSpanProcessor
+
+    dsn = _with_schema(pg_server, f"sr_test_{uuid.uuid4().hex[:12]}")  # no such schema: no tables
+    processor = PostgresSpanProcessor(dsn, timeout=0.5)
+    spanreplay.configure(trace_dir=tmp_path, tracer_provider=provider, strict=True, postgres=processor)
+    caplog.set_level(logging.WARNING, logger="spanreplay")
+    with spanreplay.record(agent="early") as run:
+        for i in range(5):
+            spanreplay.boundary("tool", "step", {"i": i}, lambda i=i: i)
+    assert len(spanreplay.load(tmp_path, run.run_id)) == 5
+    errors = [r.getMessage() for r in caplog.records if r.name == "spanreplay" and r.levelno >= logging.ERROR]
+    assert len(errors) == 1
+    assert "The spanreplay tables are missing: run `spanreplay db upgrade postgresql://" in errors[0]
+
+
+def test_a_completed_run_with_a_lost_step_row_names_the_seq_and_the_export_that_fills_it(
+    recording: tuple[Path, str],
+) -> None:
+    from spanreplay import TraceFormatError
+
+    directory, dsn = recording
+    with spanreplay.record(agent="holey") as run:
+        for i in range(4):
+            spanreplay.boundary("tool", "step", {"i": i}, lambda i=i: i)
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("DELETE FROM agent_steps WHERE run_id = %s AND step_number = 3", (run.run_id,))
+    with pytest.raises(
+        TraceFormatError, match=rf"Run {run.run_id} in postgresql://\S+ is missing the steps at seq 3 of 4"
+    ):
+        spanreplay.load(dsn, run.run_id)
+    from spanreplay.postgres._export import export
+
+    assert export(directory, dsn).steps_added == 1
+    assert spanreplay.load(dsn, run.run_id) == spanreplay.load(directory, run.run_id)
+
+
+def test_an_error_payload_edited_in_the_table_is_refused_naming_the_run_and_seq(recording: tuple[Path, str]) -> None:
+    from spanreplay import TraceFormatError
+
+    _, dsn = recording
+    with spanreplay.record(agent="edited") as run, contextlib.suppress(KeyError):
+        spanreplay.boundary("tool", "lookup", {}, lambda: _raise(KeyError("gone")))
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("UPDATE agent_steps SET error_text = %s WHERE run_id = %s", ("not json", run.run_id))
+    with pytest.raises(TraceFormatError, match=rf"run {run.run_id} seq 1"):
+        spanreplay.load(dsn, run.run_id)
+
+
 def test_an_unreachable_database_is_one_sentence_naming_it_without_its_password() -> None:
     from spanreplay.postgres import PostgresError
 
