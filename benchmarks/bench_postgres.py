@@ -27,7 +27,7 @@ import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
-from _common import QUERY, Case, Figure, emit, interleaved, lookup_plain, median, noise, parse_args
+from _common import QUERY, Case, Figure, emit, interleaved, lookup_plain, median, noise, parse_args, spread
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 
@@ -42,6 +42,11 @@ DSN = os.environ.get(
 @spanreplay.tool(name="lookup")
 def lookup(query: str) -> dict[str, str]:
     return lookup_plain(query)
+
+
+def rate_noise(rates: Sequence[float]) -> str:
+    """The best repeat of a rate is its highest (``noise`` reports the lowest, for times)."""
+    return f"best {max(rates):,.0f}, spread {spread(rates):.0%}"
 
 
 def measure(*, calls: int, repeats: int) -> list[Figure]:
@@ -111,14 +116,14 @@ def measure(*, calls: int, repeats: int) -> list[Figure]:
             "steps committed per second, per step",
             median(per_step_rate),
             "steps/s",
-            note=f"synchronous_commit={commit_setting[0] if commit_setting else '?'}; " + noise(per_step_rate),
+            note=f"synchronous_commit={commit_setting[0] if commit_setting else '?'}; " + rate_noise(per_step_rate),
         ),
         Figure(
             NAME,
             "steps committed per second, batched",
             median(batched_rate),
             "steps/s",
-            note="until the last row is committed; " + noise(batched_rate),
+            note="until the last row is committed; " + rate_noise(batched_rate),
         ),
         Figure(NAME, "ratio batched / per step throughput", median(batched_rate) / median(per_step_rate), "x"),
         Figure(
