@@ -10,6 +10,7 @@ notes what came back; replay mode answers from the recording instead of sending.
 
 from __future__ import annotations
 
+import difflib
 import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -23,7 +24,8 @@ from anthropic import APIConnectionError
 
 from ... import _semconv as sc
 from ..._config import settings
-from ..._run import Call, Run, current_run
+from ..._run import Call, ReplayingRun, Run, current_run
+from ...errors import DifferentCallError, InputChangedError
 from ._attributes import request_attributes
 from ._exchange import CallRecorder, CallReplayer
 
@@ -81,7 +83,43 @@ def _begin(run: Run, instance: Any, request_options: Any, endpoint: str) -> tupl
             raise
         logger.exception("spanreplay could not read the request attributes of a call to %s", model)
     span_name = f"{sc.OPERATION_COUNT_TOKENS} {model}" if endpoint == "count_tokens" else None
-    return run.begin(sc.KIND_MODEL, model, value, attributes=attributes, span_name=span_name), model
+    try:
+        return run.begin(sc.KIND_MODEL, model, value, attributes=attributes, span_name=span_name), model
+    except DifferentCallError as exc:
+        raise _model_changed(run, exc, value) or exc from None
+
+
+def _model_changed(run: Run, exc: DifferentCallError, attempted: dict[str, Any]) -> InputChangedError | None:
+    """A model call where the recording has a model call to another model: the same call, changed.
+
+    The key is the model, so the engine sees a different call; for a person it is
+    the request that changed, and the request diff says how.
+    """
+    if not isinstance(run, ReplayingRun) or exc.seq is None:
+        return None
+    recorded = run.events.by_seq(exc.seq)
+    if recorded is None or recorded.kind != sc.KIND_MODEL:
+        return None
+
+    def lines(value: Any) -> list[str]:
+        return orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode().splitlines()
+
+    diff = "\n".join(
+        difflib.unified_diff(lines(recorded.input), lines(attempted), "recorded", "attempted", lineterm="", n=2)
+    )
+    return InputChangedError(
+        f"Replay of run {run.run_id} diverged at seq {recorded.seq} (call id {recorded.call_id}): the code made "
+        f"the recorded Anthropic call with a different request (model {recorded.key!r} recorded, "
+        f"{attempted['body'].get('model')!r} attempted).\n"
+        f"Request diff (- recorded, + attempted):\n{diff}\n"
+        "Fix the code so it sends the recorded request, or record the run again.",
+        diff=diff,
+        run_id=run.run_id,
+        seq=recorded.seq,
+        call_id=exc.call_id,
+        recorded=recorded.describe(),
+        attempted=exc.attempted,
+    )
 
 
 def _attempts(call: Call) -> list[dict[str, Any]]:
