@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -61,8 +62,20 @@ class Settings:
         return self.file_processor.trace_dir if self.file_processor else None
 
 
+@dataclass
+class _Attached:
+    """The processors spanreplay added to one provider. An SDK provider cannot remove
+    a processor, so a later ``configure()`` reuses, retargets or silences these."""
+
+    owned: bool
+    file_processor: DurableFileSpanProcessor | None = None
+    otlp_processor: SpanProcessor | None = None
+    postgres_processor: PostgresSpanProcessor | None = None
+
+
 _settings: Settings | None = None
 _lock = threading.Lock()
+_attached: weakref.WeakKeyDictionary[TracerProvider, _Attached] = weakref.WeakKeyDictionary()
 
 
 def configure(
@@ -78,22 +91,39 @@ def configure(
 ) -> Settings:
     """Set up recording: a tracer provider with the durable file and, if asked, OTLP.
 
+    Which provider records the spans:
+
+    - ``tracer_provider=`` given: spanreplay adds its processors to it (tests pass a
+      private one).
+    - Otherwise, when the application already set a global SDK ``TracerProvider``
+      (``trace.set_tracer_provider(...)``, or ``opentelemetry-instrument``),
+      spanreplay adds its processors to that provider: the run and boundary spans
+      then go through the application's own exporters too, with its resource.
+      Call ``configure()`` after the application set its provider.
+    - Otherwise spanreplay creates an SDK provider (``service.name`` from
+      ``service_name``, ``OTEL_SERVICE_NAME`` or ``"agent"``) and makes it global.
+
+    Calling ``configure()`` again never adds a processor twice: the processors it
+    added to a provider before are retargeted (a new ``trace_dir``), silenced
+    (``trace_dir=None``) or kept.
+
     Args:
-        service_name: ``service.name`` of a provider spanreplay creates; defaults to
-            ``OTEL_SERVICE_NAME`` or ``"agent"``.
+        service_name: ``service.name`` of a provider spanreplay creates.
         trace_dir: where the per-run OTLP/JSON-lines files go (``SPANREPLAY_TRACE_DIR``
             overrides the default); None writes no files.
         tracer_provider: an SDK ``TracerProvider`` to add spanreplay's processors to.
-            Without it, spanreplay uses the global provider when the application has
-            already set an SDK one, and otherwise creates one and makes it global.
-        otlp: add an OTLP exporter. The default (None) adds one when the standard
-            ``OTEL_EXPORTER_OTLP_ENDPOINT`` or ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``
-            variable is set and spanreplay created the provider itself (an
-            application's own provider exports the way the application set up).
+        otlp: add an OTLP exporter (gRPC or HTTP, set up by the standard
+            ``OTEL_EXPORTER_OTLP_*`` variables). The default (None) adds one when
+            ``OTEL_EXPORTER_OTLP_ENDPOINT`` or ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` is
+            set, ``OTEL_TRACES_EXPORTER`` does not rule out ``otlp``, and spanreplay
+            created the provider itself: an application's own provider already
+            exports the way the application set it up.
         fsync: fsync the trace file after each span (survives power loss; slower).
-        strict: raise spanreplay's own internal failures instead of logging them
-            (tests use it; ``SPANREPLAY_STRICT=1`` turns it on). Never affects the
-            exceptions of the agent's own code, which always pass through unchanged.
+        strict: raise spanreplay's own internal failures (an unwritable trace dir, a
+            span that cannot be encoded) instead of logging them once per run and
+            recording on with less telemetry. Tests use it; ``SPANREPLAY_STRICT=1``
+            turns it on. It never changes the exceptions of the agent's own code,
+            which always pass through unchanged.
         resource_attributes: extra resource attributes for a provider spanreplay creates.
         postgres: also write every step to Postgres as it completes: a DSN
             (``postgresql://...``; ``SPANREPLAY_POSTGRES_DSN`` is the default) or a
@@ -101,46 +131,51 @@ def configure(
 
     Returns:
         The Settings in force. Calling ``configure()`` again replaces them.
+
+    Raises:
+        ConfigurationError: ``tracer_provider`` is not an SDK provider; or, when
+            strict, the OTLP variables ask for a protocol that cannot be set up.
     """
     global _settings
     if trace_dir == "traces":
         trace_dir = os.environ.get("SPANREPLAY_TRACE_DIR", "traces")
+    strict = strict if strict is not None else os.environ.get("SPANREPLAY_STRICT", "").lower() in ("1", "true")
     with _lock:
         provider, created = _provider(tracer_provider, service_name, resource_attributes)
-        previous = _settings
-        if previous is not None and previous.provider is provider:
-            # Reconfiguring the same provider: its processors cannot be removed, so the
-            # file processor is retargeted (or silenced) instead of added twice.
-            file_processor = previous.file_processor
-            if file_processor is not None:
-                file_processor.trace_dir = Path(trace_dir) if trace_dir is not None else file_processor.trace_dir
-                file_processor.fsync = fsync
-                file_processor.enabled = trace_dir is not None
-            elif trace_dir is not None:
-                file_processor = DurableFileSpanProcessor(trace_dir, fsync=fsync)
-                provider.add_span_processor(file_processor)
-            otlp_processor = previous.otlp_processor
-        else:
+        attached = _attached.get(provider)
+        if attached is None:
+            attached = _attached[provider] = _Attached(owned=created)
+            # First, so that the processors after it see the run id it stamps.
             provider.add_span_processor(RunIdSpanProcessor())
-            file_processor = None
-            if trace_dir is not None:
-                file_processor = DurableFileSpanProcessor(trace_dir, fsync=fsync)
+
+        file_processor = attached.file_processor
+        if trace_dir is not None:
+            if file_processor is None:
+                file_processor = DurableFileSpanProcessor(trace_dir, fsync=fsync, strict=strict)
                 provider.add_span_processor(file_processor)
-            otlp_processor = None
-            if otlp or (otlp is None and created and _otlp_requested()):
-                otlp_processor = BatchSpanProcessor(_otlp_exporter())
-                provider.add_span_processor(otlp_processor)
-        reused = previous.postgres_processor if previous is not None and previous.provider is provider else None
-        postgres_processor = _postgres_processor(provider, postgres, reused)
+                attached.file_processor = file_processor
+            else:
+                file_processor.retarget(trace_dir, fsync=fsync, strict=strict)
+        elif file_processor is not None:
+            file_processor.enabled = False
+        for other, processors in list(_attached.items()):
+            # Runs now record through ``provider``: an earlier provider's file stays quiet.
+            if other is not provider and processors.file_processor is not None:
+                processors.file_processor.enabled = False
+
+        if attached.otlp_processor is None and (otlp or (otlp is None and attached.owned and _otlp_requested())):
+            attached.otlp_processor = _otlp_processor(provider, strict)
+
+        attached.postgres_processor = _postgres_processor(provider, postgres, attached.postgres_processor)
         from . import __version__
 
         _settings = Settings(
             provider=provider,
             tracer=provider.get_tracer(sc.INSTRUMENTATION_NAME, __version__),
-            file_processor=file_processor,
-            otlp_processor=otlp_processor,
-            strict=strict if strict is not None else os.environ.get("SPANREPLAY_STRICT", "") in ("1", "true"),
-            postgres_processor=postgres_processor,
+            file_processor=file_processor if trace_dir is not None else None,
+            otlp_processor=attached.otlp_processor,
+            strict=strict,
+            postgres_processor=attached.postgres_processor,
         )
         return _settings
 
@@ -186,12 +221,31 @@ def _postgres_processor(
 
 
 def _otlp_requested() -> bool:
+    """What the standard variables say: an endpoint is set and the exporter list allows otlp."""
+    exporters = os.environ.get("OTEL_TRACES_EXPORTER")
+    if exporters is not None and "otlp" not in {e.strip().lower() for e in exporters.split(",")}:
+        return False  # "none", or another exporter the application chose
     return bool(os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT"))
+
+
+def _otlp_processor(provider: TracerProvider, strict: bool) -> SpanProcessor | None:
+    try:
+        exporter = _otlp_exporter()
+    except Exception:
+        if strict:
+            raise
+        logger.exception("spanreplay could not set up the OTLP exporter; recording to the trace files only")
+        return None
+    processor = BatchSpanProcessor(exporter)
+    provider.add_span_processor(processor)
+    return processor
 
 
 def _otlp_exporter() -> SpanExporter:
     protocol = (
-        os.environ.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") or os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL") or "http/protobuf"
+        os.environ.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
+        or os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL")
+        or "http/protobuf"
     )
     if protocol == "grpc":
         from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcExporter
@@ -202,5 +256,6 @@ def _otlp_exporter() -> SpanExporter:
 
         return HttpExporter()
     raise ConfigurationError(
-        f"OTEL_EXPORTER_OTLP_PROTOCOL={protocol!r} is not supported; use 'grpc' or 'http/protobuf'."
+        f"OTEL_EXPORTER_OTLP_PROTOCOL={protocol!r} is not a protocol the OpenTelemetry Python exporter "
+        "speaks; set it to 'grpc' or 'http/protobuf'."
     )

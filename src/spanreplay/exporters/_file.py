@@ -34,55 +34,88 @@ class DurableFileSpanProcessor(SpanProcessor):
         trace_dir: the directory for the files; created (owner-only) when missing.
         fsync: also ``fsync`` after each line, for durability across power loss
             and kernel crashes, at the cost of a disk flush per span.
+        strict: raise a failure to write (tests); otherwise it is logged once per
+            run and the agent goes on without its trace file.
     """
 
-    def __init__(self, trace_dir: str | os.PathLike[str] = "traces", *, fsync: bool = False) -> None:
+    def __init__(
+        self, trace_dir: str | os.PathLike[str] = "traces", *, fsync: bool = False, strict: bool = False
+    ) -> None:
         self.trace_dir = Path(trace_dir)
         self.fsync = fsync
+        self.strict = strict
         # configure() turns the processor off rather than removing it (the SDK cannot).
         self.enabled = True
         self._encoder = LineEncoder()
         self._fds: dict[str, int] = {}
+        self._failed: set[str] = set()
         self._lock = threading.Lock()
+
+    def retarget(self, trace_dir: str | os.PathLike[str], *, fsync: bool, strict: bool) -> None:
+        """Write runs started from now on to ``trace_dir`` (``configure()`` called again)."""
+        with self._lock:
+            moved = Path(trace_dir) != self.trace_dir
+            self.trace_dir = Path(trace_dir)
+            self.fsync = fsync
+            self.strict = strict
+            self.enabled = True
+            fds, self._fds = (list(self._fds.values()), {}) if moved else ([], self._fds)
+        for fd in fds:
+            os.close(fd)
 
     def path_for(self, run_id: str) -> Path:
         return self.trace_dir / f"{run_id}.jsonl"
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
-        attributes = span.attributes or {}
-        if attributes.get(sc.RUN_STATUS) == sc.RUN_STATUS_RUNNING:
+        # The run's root span is written when it starts too, marked running: if the
+        # process dies, the file still says which run it was and that it never ended.
+        attributes = span.attributes
+        if attributes and attributes.get(sc.RUN_STATUS) == sc.RUN_STATUS_RUNNING:
             self._write(str(attributes[sc.RUN_ID]), span)
 
     def on_end(self, span: ReadableSpan) -> None:
-        attributes = span.attributes or {}
-        run_id = attributes.get(sc.RUN_ID)
+        attributes = span.attributes
+        run_id = attributes.get(sc.RUN_ID) if attributes else None
         if run_id is None:
             return
         self._write(str(run_id), span)
-        if sc.RUN_STATUS in attributes:
+        if sc.RUN_STATUS in attributes:  # type: ignore[operator]  # not None: it holds the run id
             self._close(str(run_id))
 
     def _write(self, run_id: str, span: ReadableSpan) -> None:
         if not self.enabled:
             return
         try:
-            line = self._encoder.encode(span)
-            fd = self._fd(run_id)
+            fd = self._fds.get(run_id)
             if fd is None:
-                return
-            os.write(fd, line)
+                fd = self._open(run_id)
+            os.write(fd, self._encoder.encode(span))
             if self.fsync:
                 os.fsync(fd)
         except Exception:  # telemetry never breaks the agent
-            logger.exception("spanreplay could not write span %s of run %s to %s", span.name, run_id, self.path_for(run_id))
+            if self.strict:
+                raise
+            self._report(run_id, span)
 
-    def _fd(self, run_id: str) -> int | None:
-        fd = self._fds.get(run_id)
-        if fd is not None:
-            return fd
+    def _report(self, run_id: str, span: ReadableSpan) -> None:
+        with self._lock:
+            first = run_id not in self._failed
+            self._failed.add(run_id)
+        if first:
+            logger.exception(
+                "spanreplay could not write span %r of run %s to %s; the agent continues, but this run's trace "
+                "file is incomplete (later failures for the run are logged at DEBUG level). Check that the "
+                "trace directory is writable, or pass another trace_dir to spanreplay.configure().",
+                span.name,
+                run_id,
+                self.path_for(run_id),
+            )
+        else:
+            logger.debug("spanreplay could not write span %r of run %s", span.name, run_id, exc_info=True)
+
+    def _open(self, run_id: str) -> int:
         if not _SAFE_RUN_ID.match(run_id):
-            logger.error("spanreplay will not write run id %r to a file name; use letters, digits, '_', '.', '-'", run_id)
-            return None
+            raise ValueError(f"run id {run_id!r} cannot name a trace file; use letters, digits, '_', '.' and '-'")
         with self._lock:
             fd = self._fds.get(run_id)
             if fd is None:
@@ -94,6 +127,7 @@ class DurableFileSpanProcessor(SpanProcessor):
     def _close(self, run_id: str) -> None:
         with self._lock:
             fd = self._fds.pop(run_id, None)
+            self._failed.discard(run_id)
         if fd is not None:
             os.close(fd)
 
