@@ -1,0 +1,136 @@
+"""Zero-code mode: ``opentelemetry-instrument`` with SPANREPLAY_* variables, an agent left unchanged."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import spanreplay
+from messages_api_server import MessagesAPIServer, reply, serve, text, tool_use
+
+server = pytest.fixture(serve, name="server")
+
+ENTRY_POINT = "spanreplay.instrumentation.anthropic:AnthropicInstrumentor"
+
+AGENT = textwrap.dedent(
+    """
+    import json, os
+    import anthropic
+    import spanreplay
+
+    @spanreplay.tool
+    def lookup_order(order_id: str) -> dict:
+        with open(os.environ["AGENT_TOOL_LOG"], "a") as log:
+            log.write(order_id + "\\n")
+        return {"order_id": order_id, "status": "shipped"}
+
+    client = anthropic.Anthropic(base_url=os.environ["AGENT_BASE_URL"], api_key="test-key")
+    messages = [{"role": "user", "content": "Where is order A-17?"}]
+    first = client.messages.create(model="claude-sonnet-4-6", max_tokens=200, messages=messages)
+    call = first.content[0]
+    result = lookup_order(call.input["order_id"])
+    messages += [
+        {"role": "assistant", "content": [block.model_dump() for block in first.content]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call.id, "content": json.dumps(result)}]},
+    ]
+    with client.messages.stream(model="claude-sonnet-4-6", max_tokens=200, messages=messages) as stream:
+        chunks = list(stream.text_stream)
+        final = stream.get_final_message()
+    print(json.dumps({"tool_use": call.id, "chunks": chunks, "final": final.model_dump(mode="json"),
+                      "request_id": first._request_id}))
+    """
+)
+
+
+def _instrument_command() -> list[str]:
+    found = shutil.which("opentelemetry-instrument", path=str(Path(sys.executable).parent))
+    assert found is not None, "opentelemetry-instrument is not installed next to this Python"
+    return [found, sys.executable]
+
+
+def _plugin_path(tmp_path: Path) -> str:
+    """A PYTHONPATH entry that registers the entry point when the installed metadata lacks it.
+
+    pyproject.toml declares it; an environment installed before that (editable
+    installs keep old metadata) gets the same entry point from a dist-info here.
+    """
+    registered = [ep.value for ep in importlib.metadata.entry_points(group="opentelemetry_instrumentor")]
+    if ENTRY_POINT in registered:
+        return ""
+    dist = tmp_path / "site" / "spanreplay_entry_point-0.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: spanreplay-entry-point\nVersion: 0\n")
+    (dist / "entry_points.txt").write_text(f"[opentelemetry_instrumentor]\nanthropic = {ENTRY_POINT}\n")
+    return str(tmp_path / "site")
+
+
+@pytest.mark.slow
+def test_opentelemetry_instrument_records_the_process_and_replays_it_offline(
+    server: MessagesAPIServer, tmp_path: Path
+) -> None:
+    (tmp_path / "agent.py").write_text(AGENT)
+    tool_log = tmp_path / "tools.log"
+    traces = tmp_path / "traces"
+    env = {
+        **os.environ,
+        "PYTHONPATH": _plugin_path(tmp_path),
+        "AGENT_BASE_URL": server.url,
+        "AGENT_TOOL_LOG": str(tool_log),
+        "OTEL_TRACES_EXPORTER": "none",
+        "OTEL_METRICS_EXPORTER": "none",
+        "OTEL_LOGS_EXPORTER": "none",
+        "SPANREPLAY_TRACE_DIR": str(traces),
+        "SPANREPLAY_MODE": "record",
+    }
+    env.pop("ANTHROPIC_API_KEY", None)
+    server.script(reply(tool_use("lookup_order", {"order_id": "A-17"}, "toolu_01")), reply(text("It shipped.")))
+    recorded = subprocess.run(
+        [*_instrument_command(), "agent.py"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert recorded.returncode == 0, recorded.stderr
+
+    (run,) = spanreplay.runs(traces)
+    assert run.status == "ok"
+    assert run.agent == "agent"
+    kinds = [(e.kind, e.key) for e in spanreplay.load(traces, run.run_id)]
+    assert kinds == [("model", "claude-sonnet-4-6"), ("tool", "lookup_order"), ("model", "claude-sonnet-4-6")]
+    assert tool_log.read_text() == "A-17\n"
+
+    server.stop()
+    replay_env = {**env, "SPANREPLAY_MODE": "replay", "SPANREPLAY_SOURCE": str(traces), "SPANREPLAY_RUN_ID": run.run_id}
+    replayed = subprocess.run(
+        [*_instrument_command(), "agent.py"], cwd=tmp_path, env=replay_env, capture_output=True, text=True, timeout=120
+    )
+    assert replayed.returncode == 0, replayed.stderr
+    assert replayed.stdout == recorded.stdout
+    assert f"replay of run {run.run_id} completed (3 of 3 recorded steps served)" in replayed.stderr
+    assert tool_log.read_text() == "A-17\n", "the tool ran again on replay"
+    assert [p.name for p in traces.iterdir()] == [f"{run.run_id}.jsonl"], "replay wrote a trace"
+
+
+def test_replay_mode_without_a_source_refuses_to_run_live(server: MessagesAPIServer, tmp_path: Path) -> None:
+    (tmp_path / "agent.py").write_text(AGENT)
+    env = {
+        **os.environ,
+        "PYTHONPATH": _plugin_path(tmp_path),
+        "AGENT_BASE_URL": server.url,
+        "AGENT_TOOL_LOG": str(tmp_path / "tools.log"),
+        "OTEL_TRACES_EXPORTER": "none",
+        "OTEL_METRICS_EXPORTER": "none",
+        "OTEL_LOGS_EXPORTER": "none",
+        "SPANREPLAY_MODE": "replay",
+    }
+    env.pop("SPANREPLAY_SOURCE", None)
+    done = subprocess.run(
+        [*_instrument_command(), "agent.py"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode != 0
+    assert "SPANREPLAY_MODE=replay needs SPANREPLAY_SOURCE" in done.stderr
+    assert server.requests == [], "the agent reached the API although replay was asked for"
