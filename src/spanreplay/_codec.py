@@ -328,7 +328,7 @@ def schema_version(span: SpanRecord) -> int:
     if version > sc.SCHEMA_VERSION:
         raise SchemaVersionError(
             f"Span {span.span_id} ({span.origin}) was written with spanreplay schema version "
-            f"{version}; this release reads versions 1 to {sc.SCHEMA_VERSION}. Upgrade spanreplay "
+            f"{version}, and this release reads versions 1 to {sc.SCHEMA_VERSION}; upgrade spanreplay "
             "(pip install -U spanreplay) to read it.",
             source=span.origin,
         )
