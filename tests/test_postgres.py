@@ -718,6 +718,15 @@ def test_an_error_payload_edited_in_the_table_is_refused_naming_the_run_and_seq(
         spanreplay.load(dsn, run.run_id)
 
 
+def test_a_dsn_libpq_cannot_parse_is_refused_when_configuring(tmp_path: Path, provider: TracerProvider) -> None:
+    from spanreplay import ConfigurationError
+
+    with pytest.raises(
+        ConfigurationError, match=r'The Postgres DSN is not valid \(invalid URI query parameter: "colour"\)'
+    ):
+        spanreplay.configure(trace_dir=tmp_path, tracer_provider=provider, postgres="postgresql://h/db?colour=red")
+
+
 def test_an_unreachable_database_is_one_sentence_naming_it_without_its_password() -> None:
     from spanreplay.postgres import PostgresError
 

@@ -8,7 +8,7 @@ from typing import Any, Final
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
-from ..errors import SpanReplayError
+from ..errors import ConfigurationError, SpanReplayError
 
 # A DSN in URL form names Postgres by its scheme; the key=value form is not a
 # trace source anyone would mistake for a path, but it is not sniffed either.
@@ -33,6 +33,16 @@ def is_postgres_dsn(source: str | os.PathLike[str]) -> bool:
     """True for ``postgresql://...`` and ``postgres://...`` sources."""
     text = os.fspath(source)
     return isinstance(text, str) and text.startswith(SCHEMES)
+
+
+def check_dsn(dsn: str) -> None:
+    """Raise ConfigurationError for a DSN libpq cannot parse, before anything tries to connect."""
+    try:
+        conninfo_to_dict(dsn)
+    except psycopg.ProgrammingError as exc:
+        raise ConfigurationError(
+            f"The Postgres DSN is not valid ({_first_line(exc)}); write postgresql://USER@HOST:PORT/DATABASE."
+        ) from None
 
 
 def describe(dsn: str) -> str:

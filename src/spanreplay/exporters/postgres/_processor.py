@@ -37,7 +37,7 @@ from psycopg_pool import ConnectionPool
 from ... import _semconv as sc
 from ..._spans import SpanRecord
 from ...postgres import _rows
-from ...postgres._connect import connect_kwargs, describe, failure, session_settings
+from ...postgres._connect import check_dsn, connect_kwargs, describe, failure, session_settings
 
 logger = logging.getLogger("spanreplay")
 
@@ -120,6 +120,7 @@ class PostgresSpanProcessor(SpanProcessor):
         max_pending: int = 10_000,
         pool_size: int = 4,
     ) -> None:
+        check_dsn(dsn)
         self.dsn = dsn
         self.batch = batch
         self.batch_size = batch_size
