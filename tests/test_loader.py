@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import re
 import shutil
 import subprocess
 import sys
@@ -98,7 +99,8 @@ def test_unknown_run_id_lists_the_runs_that_are_there(trace_dir: Path) -> None:
     for run_id in ("run_a", "run_b"):
         record_agent(run_id)
     with pytest.raises(
-        RunNotFoundError, match=r"^Run run_zz is not in .* It holds 2 runs, the latest: run_a, run_b\."
+        RunNotFoundError,
+        match=r"^Run run_zz is not in .*traces, which holds 2 runs \(the latest: run_a, run_b\); pass one of those",
     ) as info:
         spanreplay.load(trace_dir, "run_zz")
     assert (info.value.run_id, info.value.available) == ("run_zz", ("run_a", "run_b"))
@@ -269,7 +271,10 @@ def test_stdin_collector_stream_picks_the_named_run_and_lists_runs_otherwise(tra
         in done.stderr.decode()
     )
     done = run_python("import spanreplay; spanreplay.load('-', 'run_zz')", data)
-    assert "RunNotFoundError: Run run_zz is not in stdin." in done.stderr.decode()
+    assert (
+        "RunNotFoundError: Run run_zz is not in stdin; spanreplay runs -, with the same input piped to it,"
+        in done.stderr.decode()
+    )
 
 
 def test_stdin_runs_lists_the_piped_runs(trace_dir: Path) -> None:
@@ -300,7 +305,9 @@ def without(path: Path, *, seqs: set[int] = frozenset(), root_end: bool = False,
 def test_completed_run_with_missing_seqs_fails_naming_them(trace_dir: Path, tmp_path: Path) -> None:
     record_agent("run_a")
     lost = without(trace_dir / "run_a.jsonl", seqs={2, 4}, dest=tmp_path / "lost.jsonl")
-    with pytest.raises(TraceFormatError, match=r"^Run run_a in .*lost\.jsonl is missing the spans at seq 2, 4 of 6: "):
+    with pytest.raises(
+        TraceFormatError, match=r"^Run run_a in .*lost\.jsonl is missing the spans at seq 2, 4 of 6, lost on the way"
+    ):
         spanreplay.load(lost)
 
 
@@ -359,7 +366,9 @@ def test_malformed_line_in_the_middle_fails_naming_file_and_line(trace_dir: Path
     # The cut line no longer holds the run id, so the run filter skips it; the lost
     # span is noticed, and the message names the damaged line as where it went.
     with pytest.raises(
-        TraceFormatError, match=r"missing the spans at seq \d of 6: .* damaged.*broken\.jsonl:4: not valid JSON"
+        TraceFormatError,
+        match=r"missing the spans at seq 3 of 6, .* damaged.*broken\.jsonl:4: not valid JSON \(unexpected end of "
+        r"data at column 101\)",
     ):
         spanreplay.load(broken, "run_a")
 
@@ -397,7 +406,8 @@ def test_non_otlp_json_file(tmp_path: Path) -> None:
     path = tmp_path / "config.json"
     path.write_text('{"model": "x", "temperature": 0.2}\n')
     with pytest.raises(
-        TraceFormatError, match=r"config\.json:1 is not a trace: its top-level keys \(model, temperature\)"
+        TraceFormatError,
+        match=r"config\.json:1 is not a trace: its top-level keys are model, temperature, neither OTLP",
     ):
         spanreplay.runs(path)
 
@@ -421,7 +431,11 @@ def test_unknown_schema_version_says_to_upgrade(trace_dir: Path, tmp_path: Path)
         )
     )
     assert newer.read_bytes() != text
-    with pytest.raises(SchemaVersionError, match=r"schema version 99; .*pip install -U spanreplay"):
+    with pytest.raises(
+        SchemaVersionError,
+        match=r"schema version 99, and this release reads versions 1 to 1; upgrade spanreplay \(pip install -U "
+        r"spanreplay\)",
+    ):
         spanreplay.load(newer)
 
 
@@ -518,3 +532,54 @@ def test_a_step_count_that_is_no_integer_is_ignored(trace_dir: Path, tmp_path: P
     log = spanreplay.load(edited)
     assert (log.run.steps, log.run.status, len(log)) == (None, "ok", 6)
     assert spanreplay.runs(edited)[0].status == "ok"
+
+
+def bad_sources(trace_dir: Path, tmp: Path) -> dict[str, tuple[str, str | None]]:
+    """Each kind of bad input of the issue: the source, the run id asked for."""
+    record_agent("run_a")
+    record_agent("run_b")
+    (tmp / "empty_dir").mkdir(parents=True)
+    (tmp / "notes.csv").write_text("run,status\n")
+    (tmp / "config.json").write_text('{"model": "x"}\n')
+    first, second = lines(trace_dir / "run_a.jsonl")[:2]
+    (tmp / "malformed.jsonl").write_bytes(first + second.replace(b'"spanreplay.seq"', b'"spanreplay.seq" ]', 1))
+    (tmp / "pretty.json").write_text('{\n  "resourceSpans": [\n    {"scopeSpans": }\n  ]\n}\n')
+    (tmp / "empty.jsonl").write_bytes(b"")
+    (tmp / "damaged.gz").write_bytes(b"\x1f\x8b" + b"\x00" * 40)
+    (tmp / "newer.jsonl").write_bytes(
+        (trace_dir / "run_a.jsonl")
+        .read_bytes()
+        .replace(b'"intValue":"1"}},{"key":"gen_ai', b'"intValue":"7"}},{"key":"gen_ai')
+    )
+    (tmp / "other.jsonl").write_bytes(line(document([span("GET /")])))
+    return {
+        "directory without traces": (str(tmp / "empty_dir"), None),
+        "non-JSON file": (str(tmp / "notes.csv"), None),
+        "non-OTLP JSON": (str(tmp / "config.json"), None),
+        "malformed JSON line": (str(tmp / "malformed.jsonl"), "run_a"),
+        "malformed JSON document": (str(tmp / "pretty.json"), None),
+        "empty file": (str(tmp / "empty.jsonl"), None),
+        "damaged gzip": (str(tmp / "damaged.gz"), None),
+        "unknown schema version": (str(tmp / "newer.jsonl"), None),
+        "run id not in the source": (str(trace_dir), "run_zz"),
+        "several runs, none named": (str(trace_dir), None),
+        "no spanreplay runs": (str(tmp / "other.jsonl"), None),
+        "missing path": (str(tmp / "nope"), None),
+        "glob matching nothing": (str(tmp / "*.nothing"), None),
+    }
+
+
+def test_every_kind_of_bad_input_is_one_sentence_naming_the_source(trace_dir: Path, tmp_path: Path) -> None:
+    cases = bad_sources(trace_dir, tmp_path / "bad")
+    assert (tmp_path / "bad" / "newer.jsonl").read_bytes() != (trace_dir / "run_a.jsonl").read_bytes()
+    for what, (source, run_id) in cases.items():
+        try:
+            spanreplay.load(source, run_id)
+        except spanreplay.SpanReplayError as exc:
+            message = str(exc)
+        else:
+            pytest.fail(f"{what}: load() raised nothing")
+        shown = source.replace(str(tmp_path / "bad") + "/", "").replace(str(trace_dir), "traces")
+        assert message.endswith("."), (what, message)
+        assert not re.search(r"[.!?]\s+[A-Z]", message.replace(source, "SOURCE")), (what, message)
+        assert source.rstrip("/") in message or Path(source).name in message, (what, shown, message)

@@ -134,7 +134,7 @@ def test_gzip_cut_short_warns_and_keeps_what_came_before(tmp_path: Path) -> None
 def test_damaged_gzip_fails_naming_the_file(tmp_path: Path) -> None:
     path = tmp_path / "bad.gz"
     path.write_bytes(b"\x1f\x8b" + b"not really gzip at all" * 4)
-    with pytest.raises(TraceFormatError, match=r"bad\.gz cannot be read: .*damaged") as info:
+    with pytest.raises(TraceFormatError, match=r"bad\.gz cannot be read \(.*\); if it is gzip it is damaged") as info:
         list(iter_spans(path))
     assert info.value.source == str(path)
 
@@ -145,7 +145,9 @@ def test_damaged_gzip_fails_naming_the_file(tmp_path: Path) -> None:
 def test_malformed_line_fails_naming_file_and_line(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
     path.write_bytes(line(numbered_docs(1)[0]) + b'{"resourceSpans": [}\n' + line(numbered_docs(1)[0]))
-    with pytest.raises(TraceFormatError, match=r"t\.jsonl:2: not valid JSON .* Remove or repair that line") as info:
+    with pytest.raises(
+        TraceFormatError, match=r"t\.jsonl:2: not valid JSON .*, so remove or repair that line\.$"
+    ) as info:
         list(iter_spans(path))
     assert (info.value.source, info.value.line) == (str(path), 2)
 
@@ -183,7 +185,8 @@ def test_non_json_file_fails_saying_what_spanreplay_reads(tmp_path: Path) -> Non
     path = tmp_path / "notes.csv"
     path.write_text("run,status\nr1,ok\n")
     with pytest.raises(
-        TraceFormatError, match=r"notes\.csv is not a trace file: it starts with b'run,status.*OTLP/JSON"
+        TraceFormatError,
+        match=r"notes\.csv is not a trace file \(it starts with b'run,status.*\); spanreplay reads OTLP/JSON",
     ):
         list(iter_spans(path))
 
@@ -191,7 +194,10 @@ def test_non_json_file_fails_saying_what_spanreplay_reads(tmp_path: Path) -> Non
 def test_json_that_is_not_a_trace_fails_naming_its_keys(tmp_path: Path) -> None:
     path = tmp_path / "package.json"
     path.write_text('{"name": "x", "version": "1.0"}\n')
-    with pytest.raises(TraceFormatError, match=r"package\.json:1 is not a trace: its top-level keys \(name, version\)"):
+    with pytest.raises(
+        TraceFormatError,
+        match=r"package\.json:1 is not a trace: its top-level keys are name, version, neither OTLP's resourceSpans",
+    ):
         list(iter_spans(path))
 
 
@@ -205,7 +211,9 @@ def test_scalar_json_file_is_not_a_trace(tmp_path: Path) -> None:
 def test_empty_file_fails_saying_it_is_empty(tmp_path: Path) -> None:
     path = tmp_path / "empty.jsonl"
     path.write_bytes(b"")
-    with pytest.raises(TraceFormatError, match=r"empty\.jsonl is empty: it holds no trace"):
+    with pytest.raises(
+        TraceFormatError, match=r"empty\.jsonl is empty, so it holds no trace; pass the file a run was written to\.$"
+    ):
         list(iter_spans(path))
 
 
@@ -274,8 +282,8 @@ def test_directory_skips_files_that_are_not_traces_with_a_warning(tmp_path: Path
     messages = sorted(str(w.message) for w in record)
     assert messages == [
         f"Skipped {tmp_path / 'README.txt'}: not a trace file (it does not start with JSON).",
-        f"Skipped {tmp_path / 'settings.json'}: its top-level keys (retention) are neither OTLP's resourceSpans "
-        "nor Jaeger's data/spans, so it is not a trace file.",
+        f"Skipped {tmp_path / 'settings.json'}: its top-level keys are retention, neither OTLP's resourceSpans "
+        "nor Jaeger's data and spans, so it is not a trace file.",
         f"Skipped {tmp_path / 'zero.jsonl'}: it is empty.",
     ]
     assert all(w.filename == __file__ for w in record)  # the warning points at the caller
@@ -389,7 +397,7 @@ def test_spans_found_through_the_filter_name_their_byte_offset(tmp_path: Path) -
     path = write_lines(tmp_path / "t.jsonl", numbered_docs(5))
     offset = len(b"".join(line(d) for d in numbered_docs(5)[:3]))
     (found,) = iter_spans(path, contains=b'"op3"')
-    assert found.origin == f"{path} (the line at byte {offset})"
+    assert found.origin == f"{path} at byte {offset}"
     assert [s.origin for s in iter_spans(path)][3] == f"{path}:4"
 
 

@@ -47,11 +47,16 @@ def runs(source: Source) -> list[RunSummary]:
     Raises:
         TraceFormatError: the source cannot be read (the message names the file and line).
     """
-    if _is_postgres(source):
+    if _is_postgres(source):  # keep: Postgres sources (spanreplay.postgres, tests/test_postgres.py)
         from .postgres import runs as postgres_runs
 
         return postgres_runs(os.fspath(source))
-    return _summaries(iter_spans(source, contains=_RUN_MARKER))
+    found = _summaries(iter_spans(source, contains=_RUN_MARKER))
+    if not found and os.fspath(source) != STDIN:
+        # Lines without a run id were skipped unread; with no run found, make sure
+        # that is because the source holds none, not because its lines are broken.
+        _validate(source)
+    return found
 
 
 def load(source: Source, run_id: str | None = None) -> EventLog:
@@ -69,7 +74,7 @@ def load(source: Source, run_id: str | None = None) -> EventLog:
         PayloadIntegrityError: a payload was cut or altered on the way.
         SchemaVersionError: the run was recorded by a newer spanreplay.
     """
-    if _is_postgres(source):
+    if _is_postgres(source):  # keep: Postgres sources (spanreplay.postgres, tests/test_postgres.py)
         from .postgres import load as postgres_load
 
         return postgres_load(os.fspath(source), run_id)
@@ -119,16 +124,16 @@ def _listed(source: Source) -> list[str] | None:
 def _not_found(run_id: str, name: str, found: list[str] | None) -> RunNotFoundError:
     if found:
         listed = ", ".join(found[-5:])
-        holds = f" It holds {len(found)} run{'s' if len(found) != 1 else ''}, the latest: {listed}."
+        holds = (
+            f", which holds {len(found)} run{'s' if len(found) != 1 else ''} (the latest: {listed}); pass one of those"
+        )
+        fix = f" (spanreplay runs {name} lists them all)"
     elif found is None:
-        holds = ""
+        lister = "-, with the same input piped to it," if name == "stdin" else name
+        holds, fix = "", f"; spanreplay runs {lister} lists the runs it holds"
     else:
-        holds = " It holds no spanreplay runs."
-    return RunNotFoundError(
-        f"Run {run_id} is not in {name}.{holds} spanreplay runs SOURCE lists the runs a source holds.",
-        run_id=run_id,
-        available=tuple(found or ()),
-    )
+        holds, fix = ", which holds no spanreplay runs; pass the source the run was recorded to", ""
+    return RunNotFoundError(f"Run {run_id} is not in {name}{holds}{fix}.", run_id=run_id, available=tuple(found or ()))
 
 
 def _only_run(found: list[RunSummary], name: str) -> str:
@@ -143,7 +148,7 @@ def _only_run(found: list[RunSummary], name: str) -> str:
     listed = ", ".join(r.run_id for r in found[-5:])
     raise RunNotFoundError(
         f"{name} holds {len(found)} runs, so name the one to load (the latest: {listed}); "
-        "spanreplay runs SOURCE lists them all.",
+        f"spanreplay runs {name} lists them all.",
         run_id=None,
         available=tuple(r.run_id for r in found),
     )
@@ -200,9 +205,9 @@ def _build(run_id: str, spans: Iterable[SpanRecord], source: Source) -> EventLog
             )
         else:
             raise TraceFormatError(
-                f"Run {run_id} in {name} is missing the spans at seq {listed} of {last}: they were lost on "
-                "the way (an exporter dropped them, or a file of the run is missing). Load the run's own "
-                f"trace file from the recording machine, or every file the Collector exported.{_damage(source)}",
+                f"Run {run_id} in {name} is missing the spans at seq {listed} of {last}, lost on the way (an "
+                "exporter dropped them, or a file of the run is missing); load the run's own trace file from "
+                f"the recording machine, or every file the Collector exported{_damage(source)}.",
                 source=name,
             )
     return EventLog(info, tuple(event for event, _ in by_seq.values()))
@@ -210,7 +215,7 @@ def _build(run_id: str, spans: Iterable[SpanRecord], source: Source) -> EventLog
 
 def _shared_run_id(run_id: str, what: str, origin: str) -> TraceFormatError:
     return TraceFormatError(
-        f"Run {run_id} holds {what}: two recordings share one run id. Load each from its own file, "
+        f"Run {run_id} holds {what}, so two recordings share one run id; load each from its own file, "
         "or record again with distinct run ids.",
         source=origin,
     )
@@ -237,13 +242,18 @@ def _damage(source: Source) -> str:
     if os.fspath(source) == STDIN:
         return ""  # read once, already consumed
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", SpanReplayWarning)
-            for _ in iter_spans(source):
-                pass
+        _validate(source)
     except TraceFormatError as exc:
-        return f" The source is also damaged, which may be where they went: {exc}"
+        return f" (the source is also damaged, which may be where they went: {str(exc).rstrip('.')})"
     return ""
+
+
+def _validate(source: Source) -> None:
+    """Read every line of a source, raising on the first one that is broken."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SpanReplayWarning)  # already shown by the first read
+        for _ in iter_spans(source):
+            pass
 
 
 def _summaries(spans: Iterable[SpanRecord]) -> list[RunSummary]:

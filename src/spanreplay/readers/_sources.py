@@ -124,7 +124,7 @@ def read_file(name: str, *, contains: bytes | None = None, explicit: bool = True
             warn(f"{shown} ends in the middle of its gzip stream (the writer was stopped); read everything before it.")
         except (OSError, zlib.error) as exc:
             raise TraceFormatError(
-                f"{shown} cannot be read: {exc}. If it is gzip, it is damaged; export or copy it again.",
+                f"{shown} cannot be read ({exc}); if it is gzip it is damaged, so copy or export it again.",
                 source=shown,
             ) from None
 
@@ -142,7 +142,9 @@ def _open(name: str, shown: str) -> Iterator[IO[bytes]]:
         try:
             magic = _peek(raw, 2)
         except OSError as exc:
-            raise TraceFormatError(f"Cannot read {shown}: {exc.strerror or exc}.", source=shown) from None
+            raise TraceFormatError(
+                f"Cannot read {shown}: {exc.strerror or exc}; check that it is a readable file.", source=shown
+            ) from None
         if magic[:2] == _GZIP_MAGIC:
             with gzip.GzipFile(fileobj=raw, mode="rb") as unzipped:
                 yield unzipped  # type: ignore[misc]
@@ -192,13 +194,15 @@ def _read(
         first, lineno, at = _first_line(stream)
     if first is None:
         if explicit:
-            raise TraceFormatError(f"{name} is empty: it holds no trace. {_FORMATS}.", source=name)
+            raise TraceFormatError(
+                f"{name} is empty, so it holds no trace; pass the file a run was written to.", source=name
+            )
         warn(f"Skipped {name}: it is empty.")
         return
     if first[:1] not in (b"{", b"["):
         if explicit:
             raise TraceFormatError(
-                f"{name} is not a trace file: it starts with {first[:20]!r}, not JSON. {_FORMATS}.", source=name
+                f"{name} is not a trace file (it starts with {first[:20]!r}, not JSON); {_FORMATS}.", source=name
             )
         warn(f"Skipped {name}: not a trace file (it does not start with JSON).")
         return
@@ -242,6 +246,12 @@ def _first_line(stream: IO[bytes]) -> tuple[bytes | None, int, int]:
             return stripped, lineno, offset + len(line) - len(stripped)
         offset += len(line)
     return None, lineno, offset
+
+
+def _column(exc: orjson.JSONDecodeError) -> int:
+    """The 1-based column of a JSON error in one line (the parser counts the final newline as a line)."""
+    doc = exc.doc if isinstance(exc.doc, str) else ""
+    return min(exc.pos, len(doc.rstrip("\r\n"))) + 1
 
 
 def _cut_short(exc: orjson.JSONDecodeError, line: bytes) -> bool:
@@ -290,7 +300,7 @@ def _read_lines(
             doc = orjson.loads(line)
         except orjson.JSONDecodeError as exc:
             lineno = lineno or locate(at)
-            where = f"{name}:{lineno}" if lineno is not None else f"{name} (the line at byte {at})"
+            where = f"{name}:{lineno}" if lineno is not None else f"{name} at byte {at}"
             if not line.endswith(b"\n") and _cut_short(exc, line):
                 warn(
                     f"{where}: the last line is cut short (the writer was stopped while writing it); "
@@ -298,12 +308,12 @@ def _read_lines(
                 )
                 return
             raise TraceFormatError(
-                f"{where}: not valid JSON ({exc.msg} at column {exc.colno}); each line of an OTLP/JSON-lines "
-                "file must be one complete JSON object. Remove or repair that line.",
+                f"{where}: not valid JSON ({exc.msg} at column {_column(exc)}); each line of an OTLP/JSON-lines "
+                "file must be one complete JSON object, so remove or repair that line.",
                 source=name,
                 line=lineno,
             ) from None
-        origin = f"{name}:{lineno}" if lineno is not None else f"{name} (the line at byte {at})"
+        origin = f"{name}:{lineno}" if lineno is not None else f"{name} at byte {at}"
         try:
             yield from _spans(doc, origin)
         except MalformedTrace as exc:
@@ -333,9 +343,9 @@ def _read_document(name: str, data: bytes, explicit: bool) -> Iterator[SpanRecor
 def _format_error(exc: MalformedTrace, name: str, lineno: int | None) -> TraceFormatError:
     where = f"{name}:{lineno}" if lineno is not None else name
     if isinstance(exc, NotATrace):
-        return TraceFormatError(f"{where} is not a trace: {exc}. {_FORMATS}.", source=name, line=lineno)
+        return TraceFormatError(f"{where} is not a trace: {exc}; {_FORMATS}.", source=name, line=lineno)
     return TraceFormatError(
-        f"{where} is not a trace spanreplay can read: {exc}. Export the trace again; {_FORMATS}.",
+        f"{where} is not a trace spanreplay can read ({exc}); export the trace again as OTLP/JSON or Jaeger JSON.",
         source=name,
         line=lineno,
     )
@@ -361,7 +371,7 @@ def _classify(doc: Any) -> list[Mapping[str, Any]]:
         if _format_of(item) is None:
             keys = ", ".join(sorted(map(str, item))[:6]) or "none"
             raise NotATrace(
-                f"its top-level keys ({keys:.200}) are neither OTLP's resourceSpans nor Jaeger's data/spans"
+                f"its top-level keys are {keys:.200}, neither OTLP's resourceSpans nor Jaeger's data and spans"
             )
     return items
 
