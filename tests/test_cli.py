@@ -538,7 +538,7 @@ def test_a_malformed_line_in_a_trace_file_names_the_file_and_line(agent: ModuleT
     lines[1] = lines[1][: len(lines[1]) // 2] + b"\n"  # a complete line that is not complete JSON
     path.write_bytes(b"".join(lines))
     for args in (["runs", "traces"], ["show", "traces", run_id]):
-        assert_bad_input(invoke(*args), f"traces/{run_id}.jsonl:2", "not valid JSON", "Remove or repair that line")
+        assert_bad_input(invoke(*args), f"traces/{run_id}.jsonl:2", "not valid JSON", "remove or repair that line")
 
 
 def test_a_malformed_json_document_names_the_file_and_line(tmp_path: Path) -> None:
