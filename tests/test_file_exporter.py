@@ -246,3 +246,38 @@ def test_links_keep_their_ids_in_hex(tmp_path: Path) -> None:
     link = _spans(doc)[0]["links"][0]
     assert link["traceId"] == format(target.trace_id, "032x")
     assert link["spanId"] == format(target.span_id, "016x")
+
+
+class _PublicOnly:
+    """A span seen only through the public ReadableSpan interface (another SDK's layout)."""
+
+    def __init__(self, span: Any) -> None:
+        self._span = span
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self._span, name)
+
+
+def test_the_fast_encoding_path_matches_the_public_span_interface() -> None:
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from spanreplay.exporters._otlp_json import span_dict
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("t")
+    with tracer.start_as_current_span("plain", attributes={"a": 1}) as plain:
+        target = plain.get_span_context()
+    with tracer.start_as_current_span("rich", kind=SpanKind.CLIENT, links=[Link(target, {"l": True})]) as rich:
+        rich.set_attributes({"s": "x", "f": 1.5, "b": False, "seq": [1, 2], "chunks": ("p", "q")})
+        rich.add_event("e", {"n": 3})
+        rich.set_status(Status(StatusCode.ERROR, "bad"))
+    provider.shutdown()
+    spans = exporter.get_finished_spans()
+    assert len(spans) == 2
+    for span in spans:
+        assert span_dict(span) == span_dict(_PublicOnly(span))  # type: ignore[arg-type]

@@ -20,6 +20,7 @@ from . import _semconv as sc
 from ._context import current_run_id
 from .errors import ConfigurationError
 from .exporters._file import DurableFileSpanProcessor
+from .exporters._otlp_json import attributes_of
 
 if TYPE_CHECKING:
     from .exporters.postgres import PostgresSpanProcessor
@@ -39,7 +40,7 @@ class RunIdSpanProcessor(SpanProcessor):
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
         run_id = current_run_id.get()
-        if run_id is not None and sc.RUN_ID not in (span.attributes or {}):
+        if run_id is not None and sc.RUN_ID not in attributes_of(span):
             span.set_attribute(sc.RUN_ID, run_id)
 
     def on_end(self, span: ReadableSpan) -> None:

@@ -62,22 +62,29 @@ def new_run_id(now: datetime | None = None) -> str:
 class _Scope:
     """A call-id namespace: the run itself, or one boundary (for calls nested in it)."""
 
-    __slots__ = ("_counters", "_lock", "call_id", "context", "run")
+    __slots__ = ("_counters", "call_id", "context", "prefix", "run")
 
     def __init__(self, run: Run, call_id: str, context: otel_context.Context | None) -> None:
         self.run = run
         self.call_id = call_id
         self.context = context
-        self._counters: dict[tuple[str, str], int] = {}
-        self._lock = threading.Lock()
+        self.prefix = f"{call_id}/" if call_id else ""
+        self._counters: dict[tuple[str, str], Iterator[int]] = {}
 
     def next_call_id(self, kind: str, key: str) -> str:
-        with self._lock:
-            n = self._counters.get((kind, key), 0)
-            self._counters[(kind, key)] = n + 1
-        prefix = f"{self.call_id}/" if self.call_id else ""
-        return f"{prefix}{kind}:{key}#{n}"
+        counter = self._counters.get((kind, key))
+        if counter is None:
+            with _counter_lock:
+                counter = self._counters.setdefault((kind, key), itertools.count())
+        # next() on itertools.count is atomic under the GIL: threads never share an ordinal.
+        return f"{self.prefix}{kind}:{key}#{next(counter)}"
 
+
+# Results that cannot be awaitable: skips the slower isawaitable() check for most tools.
+_PLAIN_RESULTS = frozenset({dict, list, str, int, float, bool, type(None), tuple, bytes})
+
+# Guards only the creation of a scope's counters, so the hot path takes no lock.
+_counter_lock = threading.Lock()
 
 _current_run: ContextVar[Run | None] = ContextVar("spanreplay_run", default=None)
 _current_scope: ContextVar[_Scope | None] = ContextVar("spanreplay_scope", default=None)
@@ -380,7 +387,7 @@ class RecordingRun(Run):
             if otel_token is not None:
                 otel_context.detach(otel_token)
             _current_scope.reset(scope_token)
-        if inspect.isawaitable(result):
+        if type(result) not in _PLAIN_RESULTS and inspect.isawaitable(result):
             # fn was a plain callable that returned a coroutine (``lambda: client.get(url)``):
             # the work runs when the caller awaits, so record what the await gives.
             return self._record_awaited(span, child, result)

@@ -19,7 +19,7 @@ from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
 from .. import _semconv as sc
-from ._otlp_json import LineEncoder
+from ._otlp_json import LineEncoder, attributes_of
 
 logger = logging.getLogger("spanreplay")
 
@@ -69,17 +69,17 @@ class DurableFileSpanProcessor(SpanProcessor):
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
         # The run's root span is written when it starts too, marked running: if the
         # process dies, the file still says which run it was and that it never ended.
-        attributes = span.attributes
-        if attributes and attributes.get(sc.RUN_STATUS) == sc.RUN_STATUS_RUNNING:
+        attributes = attributes_of(span)
+        if attributes.get(sc.RUN_STATUS) == sc.RUN_STATUS_RUNNING:
             self._write(str(attributes[sc.RUN_ID]), span)
 
     def on_end(self, span: ReadableSpan) -> None:
-        attributes = span.attributes
-        run_id = attributes.get(sc.RUN_ID) if attributes else None
+        attributes = attributes_of(span)
+        run_id = attributes.get(sc.RUN_ID)
         if run_id is None:
             return
         self._write(str(run_id), span)
-        if sc.RUN_STATUS in attributes:  # type: ignore[operator]  # not None: it holds the run id
+        if sc.RUN_STATUS in attributes:
             self._close(str(run_id))
 
     def _write(self, run_id: str, span: ReadableSpan) -> None:

@@ -60,25 +60,29 @@ def key_values(attributes: Mapping[str, Any] | None) -> list[dict[str, Any]]:
     return [{"key": k, "value": any_value(v)} for k, v in attributes.items()]
 
 
+def attributes_of(span: ReadableSpan) -> Mapping[str, Any]:
+    """The span's attributes, read without building a proxy over them (see ``_raw``)."""
+    attributes = getattr(getattr(span, "_attributes", None), "_dict", None)
+    if type(attributes) is dict:
+        return attributes
+    return span.attributes or {}
+
+
 def _raw(span: ReadableSpan) -> tuple[Mapping[str, Any], Sequence[Event], Sequence[Link]]:
     """A span's attributes, events and links without the copies its properties make.
 
     ``ReadableSpan.attributes`` wraps a ``BoundedAttributes`` whose item iteration
-    goes through Python methods, and ``events``/``links`` copy under a lock: together
-    they cost more than the rest of the encoding. An ended span no longer changes, so
-    the SDK's own containers are read directly, with the public properties as the
-    fallback for SDKs that store them differently.
+    goes through Python methods, and ``events``/``links`` copy their lists under a
+    lock: together they cost more than the rest of the encoding. An ended span no
+    longer changes, so the SDK's attribute dict is read directly and the events and
+    links are only copied when there are any. SDKs that store them differently get
+    the public properties.
     """
-    stored = getattr(span, "_attributes", None)
-    attributes = getattr(stored, "_dict", None)
-    if not isinstance(attributes, dict):
-        attributes = span.attributes or {}
-    events = getattr(span, "_events", None)
-    if not isinstance(events, (tuple, list)):
-        events = span.events
-    links = getattr(span, "_links", None)
-    if not isinstance(links, (tuple, list)):
-        links = span.links
+    attributes = attributes_of(span)
+    stored = getattr(span, "_events", None)
+    events = span.events if stored is None or len(stored) else ()
+    stored = getattr(span, "_links", None)
+    links = span.links if stored is None or len(stored) else ()
     return attributes, events, links
 
 
