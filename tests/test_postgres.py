@@ -50,12 +50,20 @@ def _unavailable(reason: str) -> None:
 
 
 @pytest.fixture(scope="session")
-def pg_server() -> str:
-    """The server's DSN; fails in CI, skips elsewhere, when it cannot be reached."""
+def psycopg_installed() -> None:
+    """psycopg and psycopg_pool importable; fails in CI, skips elsewhere, when they are not."""
     try:
-        import psycopg
-    except ImportError:
-        _unavailable("psycopg is not installed (pip install -e '.[test]')")
+        import psycopg  # noqa: F401
+        import psycopg_pool  # noqa: F401
+    except ImportError as exc:
+        _unavailable(f"{exc.name} is not installed (pip install -e '.[test]')")
+
+
+@pytest.fixture(scope="session")
+def pg_server(psycopg_installed: None) -> str:
+    """The server's DSN; fails in CI, skips elsewhere, when it cannot be reached."""
+    import psycopg
+
     try:
         with psycopg.connect(BASE_DSN, connect_timeout=3):
             pass
@@ -718,7 +726,9 @@ def test_an_error_payload_edited_in_the_table_is_refused_naming_the_run_and_seq(
         spanreplay.load(dsn, run.run_id)
 
 
-def test_a_dsn_libpq_cannot_parse_is_refused_when_configuring(tmp_path: Path, provider: TracerProvider) -> None:
+def test_a_dsn_libpq_cannot_parse_is_refused_when_configuring(
+    psycopg_installed: None, tmp_path: Path, provider: TracerProvider
+) -> None:
     from spanreplay import ConfigurationError
 
     with pytest.raises(
@@ -727,7 +737,7 @@ def test_a_dsn_libpq_cannot_parse_is_refused_when_configuring(tmp_path: Path, pr
         spanreplay.configure(trace_dir=tmp_path, tracer_provider=provider, postgres="postgresql://h/db?colour=red")
 
 
-def test_an_unreachable_database_is_one_sentence_naming_it_without_its_password() -> None:
+def test_an_unreachable_database_is_one_sentence_naming_it_without_its_password(psycopg_installed: None) -> None:
     from spanreplay.postgres import PostgresError
 
     with pytest.raises(PostgresError, match=r"Cannot connect to postgresql://postgres@127\.0\.0\.1:1/test") as info:
