@@ -129,7 +129,12 @@ def rich_agent(fail: bool = False) -> str:
         "claude-x",
         {"messages": [found]},
         lambda: {"content": "hi", "n": 2**53 + 1, "f": 1e100},
-        attributes={"gen_ai.usage.input_tokens": 120, "gen_ai.usage.output_tokens": 30, "tags": ("a", "b")},
+        attributes={
+            "gen_ai.usage.input_tokens": 120,
+            "gen_ai.usage.output_tokens": 30,
+            "gen_ai.usage.cost": 0.0125,
+            "tags": ("a", "b"),
+        },
     )
     with contextlib.suppress(KeyError):
         spanreplay.boundary("tool", "refund", {"id": 7}, lambda: _raise(KeyError("order 7")))
@@ -245,8 +250,8 @@ def test_the_event_log_from_postgres_equals_the_one_from_the_trace_file(recordin
     rows = dict(query(dsn, "SELECT key, input FROM agent_steps WHERE run_id = %s", (run.run_id,)))
     assert rows["search"] == {"q": "refund", "z": 1, "a": [1.5, None]}
     assert rows["nul"] is None
-    totals = query(dsn, "SELECT steps_recorded, steps_failed, tokens_in, tokens_out FROM agent_runs")
-    assert totals == [(7, 1, 120, 30)]
+    totals = query(dsn, "SELECT steps_recorded, steps_failed, tokens_in, tokens_out, cost FROM agent_runs")
+    assert totals == [(7, 1, 120, 30, 0.0125)]
 
 
 def test_replaying_from_postgres_runs_the_agent_against_the_recording(recording: tuple[Path, str]) -> None:

@@ -22,8 +22,6 @@ from .._spans import SpanRecord
 
 # JSONB rejects the escape of U+0000; such a payload keeps its text but no JSONB copy.
 _NUL_ESCAPE: Final = b"\\u0000"
-# Cost in USD has no GenAI convention yet; these are the names instrumentations use.
-_COST_ATTRIBUTES: Final = ("gen_ai.usage.cost", "gen_ai.usage.cost_usd", "spanreplay.cost_usd")
 
 INSERT_STEP: Final = """
 WITH run AS (
@@ -121,7 +119,7 @@ def step_params(span: SpanRecord) -> dict[str, Any]:
         "error_text": _text(error_json),
         "tokens_in": _number(attributes, sc.GEN_AI_USAGE_INPUT_TOKENS),
         "tokens_out": _number(attributes, sc.GEN_AI_USAGE_OUTPUT_TOKENS),
-        "cost": _number(attributes, *_COST_ATTRIBUTES),
+        "cost": _number(attributes, sc.GEN_AI_USAGE_COST),
         "trace_id": event.trace_id,
         "span_id": event.span_id,
         "start_ns": event.start_ns,
