@@ -18,6 +18,7 @@ import textwrap
 import threading
 import time
 import uuid
+import warnings
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -548,6 +549,37 @@ def test_eight_agent_threads_sharing_a_small_pool_lose_no_row(
     assert query(pg_dsn, "SELECT count(*), count(DISTINCT run_id) FROM agent_steps") == [(320, 8)]
     for run_id in run_ids:
         assert spanreplay.load(pg_dsn, run_id) == spanreplay.load(tmp_path, run_id)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork is POSIX only")
+def test_a_process_forked_after_configure_writes_through_a_pool_of_its_own(
+    pg_dsn: str, tmp_path: Path, provider: TracerProvider
+) -> None:
+    config = spanreplay.configure(trace_dir=tmp_path, tracer_provider=provider, strict=True, postgres=pg_dsn)
+    with spanreplay.record(agent="parent"):
+        spanreplay.boundary("tool", "t", {}, lambda: 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # 3.12+: fork of a process with threads
+        pid = os.fork()
+    if pid == 0:  # the child: record, then leave without running the parent's exit handlers
+        code = 1
+        try:
+            with spanreplay.record(agent="child"):
+                for i in range(5):
+                    spanreplay.boundary("tool", "t", {"i": i}, lambda i=i: i)
+            assert config.postgres_processor is not None
+            code = 0 if config.postgres_processor.stats.steps_written == 5 else 2
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    # The parent's own connections were left alone by the child.
+    with spanreplay.record(agent="parent-again"):
+        spanreplay.boundary("tool", "t", {}, lambda: 0)
+    assert config.postgres_processor is not None
+    assert config.postgres_processor.stats.failures == 0
+    rows = query(pg_dsn, "SELECT agent, status, steps_recorded FROM agent_runs ORDER BY agent")
+    assert rows == [("child", "ok", 5), ("parent", "ok", 1), ("parent-again", "ok", 1)]
 
 
 # --- export ---------------------------------------------------------------------------------

@@ -400,6 +400,7 @@ class PostgresSpanProcessor(SpanProcessor):
         # did. Keep the old pool referenced (closing it here would end the parent's
         # sessions) and start afresh.
         _orphans.append(self._pool)
+        self.stats = PostgresExportStats()
         self._init_state()
 
 
