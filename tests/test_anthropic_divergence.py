@@ -141,7 +141,7 @@ def test_sse_parsing_of_arbitrary_bytes_never_raises_and_keeps_only_complete_eve
     st.lists(
         st.tuples(
             st.sampled_from(["message_start", "content_block_delta", "ping", "error"]),
-            st.dictionaries(st.text(max_size=5), st.integers() | st.text(max_size=10), max_size=3),
+            st.dictionaries(st.text(max_size=5), st.integers(-(2**63), 2**63 - 1) | st.text(max_size=10), max_size=3),
         ),
         max_size=6,
     )

@@ -242,8 +242,17 @@ def _offline_request(instance: Any, request_options: Any) -> httpx2.Request:
     """
     headers = request_options.headers if isinstance(request_options.headers, dict) else {}
     plain = {name: value for name, value in headers.items() if isinstance(value, str)}
-    url = instance._prepare_url(request_options.url)
+    key = (str(instance.base_url), request_options.url)
+    url = _urls.get(key)
+    if url is None:
+        # Parsing the URL is a tenth of a replayed call; clients and endpoints are few.
+        url = _urls[key] = instance._prepare_url(request_options.url)
+        if len(_urls) > 256:
+            _urls.clear()
     return httpx2.Request(str(request_options.method).upper(), url, headers=plain)
+
+
+_urls: dict[tuple[str, str], Any] = {}
 
 
 def _note(recorder: CallRecorder, what: str, fn: Callable[[], None]) -> None:
