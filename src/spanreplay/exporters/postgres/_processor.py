@@ -41,6 +41,7 @@ from ...postgres._connect import check_dsn, connect_kwargs, describe, failure, s
 
 logger = logging.getLogger("spanreplay")
 
+_POOL_NAME: Final = "spanreplay-exporter"
 _STEP: Final = "step"
 _RUN: Final = "run"
 _FIRST_BACKOFF: Final = 0.5
@@ -157,7 +158,7 @@ class PostgresSpanProcessor(SpanProcessor):
             # The processor schedules its own retries; the pool need not keep trying.
             reconnect_timeout=max(self.timeout * 2, 5.0),
             num_workers=1,
-            name="spanreplay",
+            name=_POOL_NAME,
             open=False,
         )
         # Connect in the background: configure() must not wait for the database.
@@ -405,3 +406,19 @@ class PostgresSpanProcessor(SpanProcessor):
 
 
 _orphans: list[ConnectionPool[Any]] = []
+
+
+class _QuietPoolFilter(logging.Filter):
+    """Drops psycopg_pool's per-attempt reconnection warnings about this exporter's pools.
+
+    The processor logs the first failure of an outage itself, with the fix, and
+    counts the rest; the pool would otherwise add a warning for every attempt.
+    Records about the application's own pools pass untouched.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args if isinstance(record.args, tuple) else ()
+        return not (record.levelno <= logging.WARNING and _POOL_NAME in args)
+
+
+logging.getLogger("psycopg.pool").addFilter(_QuietPoolFilter())
