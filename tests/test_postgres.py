@@ -384,6 +384,7 @@ def test_a_database_that_is_down_never_breaks_the_agent_and_export_fills_the_row
     assert len(errors) == 1
     assert "127.0.0.1:1" in errors[0].getMessage()
     assert "trace files keep every step" in errors[0].getMessage()
+    assert not [r for r in caplog.records if r.name.startswith("psycopg") and r.levelno >= logging.WARNING]
     # The trace file has every step, and a later export puts them all in Postgres.
     from_file = spanreplay.load(directory, run.run_id)
     assert len(from_file) == 37
