@@ -227,6 +227,7 @@ class MessagesAPIServer:
         self._lock = threading.Lock()
         self._request_ids = itertools.count(1)
         self._stopped = False
+        self.spaced_json = False
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -320,7 +321,8 @@ class MessagesAPIServer:
     def _send_json(
         self, handler: BaseHTTPRequestHandler, status: int, body: Any, request_id: str, headers: dict[str, str]
     ) -> None:
-        data = _compact(body).encode()
+        # A test can ask for the spaced JSON of json.dumps, to check bytes replay as sent.
+        data = (json.dumps(body) if self.spaced_json else _compact(body)).encode()
         handler.send_response(status)
         handler.send_header("content-type", "application/json")
         handler.send_header("content-length", str(len(data)))

@@ -149,3 +149,51 @@ def test_sse_parsing_of_arbitrary_bytes_never_raises_and_keeps_only_complete_eve
 def test_recorded_events_survive_a_round_trip_through_sse(pairs: list[tuple[str, dict[str, Any]]]) -> None:
     events = [{"event": name, "data": data} for name, data in pairs]
     assert parse_sse(encode_sse(events)) == events
+
+
+def test_recorded_api_errors_rebuild_from_their_payload_alone(
+    server: MessagesAPIServer, trace_dir: Path, instrumented: None
+) -> None:
+    from messages_api_server import api_error
+    from spanreplay import _codec
+
+    server.script(api_error(429, "slow down"))
+    with (
+        anthropic.Anthropic(base_url=server.url, api_key="test-key", max_retries=0) as client,
+        pytest.raises(anthropic.RateLimitError) as caught,
+    ):
+        client.messages.create(model=MODEL, max_tokens=256, messages=USER)
+    original = caught.value
+    rebuilt = _codec.rebuild_error(_codec.decode_error(_codec.encode_error(original)))
+    assert type(rebuilt) is anthropic.RateLimitError
+    assert isinstance(rebuilt, anthropic.RateLimitError)
+    assert (rebuilt.status_code, rebuilt.request_id, rebuilt.body, str(rebuilt)) == (
+        original.status_code,
+        original.request_id,
+        original.body,
+        str(original),
+    )
+    request = anthropic._base_client.httpx2.Request("POST", "https://api.anthropic.com/v1/messages")
+    for error in (anthropic.APITimeoutError(request=request), anthropic.APIConnectionError(request=request)):
+        again = _codec.rebuild_error(_codec.decode_error(_codec.encode_error(error)))
+        assert type(again) is type(error)
+        assert str(again) == str(error)
+
+
+def test_a_body_in_other_bytes_than_compact_json_replays_byte_for_byte(
+    server: MessagesAPIServer, trace_dir: Path, instrumented: None
+) -> None:
+    from messages_api_server import Reply, message, text
+
+    spaced = message(text("Spaced out."))
+    server.default = lambda body: Reply(body=spaced)
+    server.spaced_json = True
+    args: dict[str, Any] = {"model": MODEL, "max_tokens": 256, "messages": USER}
+    with anthropic.Anthropic(base_url=server.url, api_key="test-key") as client:
+        with spanreplay.record() as run, client.messages.with_streaming_response.create(**args) as response:
+            raw = response.read()
+        server.stop()
+        with spanreplay.replay(trace_dir, run.run_id), client.messages.with_streaming_response.create(**args) as again:
+            assert again.read() == raw
+    (event,) = spanreplay.load(trace_dir, run.run_id).events
+    assert event.output["attempts"][0]["body"]["content"][0]["text"] == "Spaced out."
