@@ -541,12 +541,12 @@ class ReplayingRun(Run):
             self.outcome = "failed"
             if isinstance(exc, Exception):
                 attempted = f"failed with {type(exc).__qualname__}: {exc}"
-                recorded_side = f"failed with {recorded}" if recorded else f"ended {self.events.run.status}"
+                recorded_side = f"failed with {recorded}" if recorded else "did not fail"
                 raise OutcomeChangedError(
-                    f"Replay of run {self.run_id} ended differently from the recording, after every step "
-                    f"served matched it.\nRecorded: the run {recorded_side}\nAttempted: the run {attempted}\n"
-                    "The change is in the code between the boundaries; the exception this one came from "
-                    "shows where.",
+                    f"Replay of run {self.run_id} {attempted}, but the recorded run {recorded_side}; every "
+                    f"step served matched the recording.\nRecorded: the run {recorded_side} (status "
+                    f"{self.events.run.status})\nAttempted: the run {attempted}\nThe change is in the code "
+                    "between the boundaries; the exception this one came from shows where.",
                     run_id=self.run_id,
                     seq=None,
                     call_id=None,
@@ -563,10 +563,10 @@ class ReplayingRun(Run):
         if recorded is not None and self.events.run.status == sc.RUN_STATUS_ERROR:
             self.outcome = "diverged"
             raise OutcomeChangedError(
-                f"Replay of run {self.run_id} ended differently from the recording, after every step "
-                f"served matched it.\nRecorded: the run failed with {recorded}\nAttempted: the run "
-                "completed without error\nThe failure no longer happens: the code between the "
-                "boundaries changed (or fixed it).",
+                f"Replay of run {self.run_id} completed, but the recorded run failed with {recorded}; every "
+                f"step served matched the recording.\nRecorded: the run failed with {recorded}\nAttempted: the "
+                "run completed without error\nThe failure no longer happens: the code between the boundaries "
+                "changed (or fixed it).",
                 run_id=self.run_id,
                 seq=None,
                 call_id=None,
@@ -744,11 +744,11 @@ class Call:
 
 
 def _same_error(recorded: ErrorInfo, exc: BaseException) -> bool:
+    # The module is left out: a script recorded as __main__ replays imported under its own name.
     if isinstance(exc, RecordedError):
         # The recorded failure, served as RecordedError because its type could not be rebuilt.
-        return (exc.type_name, exc.module, exc.message) == (recorded.type_name, recorded.module, recorded.message)
-    cls = type(exc)
-    return (cls.__qualname__, cls.__module__, str(exc)) == (recorded.type_name, recorded.module, recorded.message)
+        return (exc.type_name, exc.message) == (recorded.type_name, recorded.message)
+    return (type(exc).__qualname__, str(exc)) == (recorded.type_name, recorded.message)
 
 
 def record(agent: str = "agent", run_id: str | None = None) -> RecordingRun:
