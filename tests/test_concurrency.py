@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import random
 import threading
 import time
@@ -179,3 +180,23 @@ def test_a_changed_input_in_a_thread_pool_is_still_reported(trace_dir: Path) -> 
     DELAYS.live = False
     with pytest.raises(spanreplay.InputChangedError), spanreplay.replay(trace_dir, run.run_id):
         _pool_agent([1, 5])
+
+
+@spanreplay.tool
+def research(topics: list[int]) -> list[Any]:
+    # Fan-out from inside a tool: each submit carries this call's context, so the
+    # lookups nest under research and are served with it on replay.
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        futures = [pool.submit(contextvars.copy_context().run, lookup, t) for t in topics]
+        return [f.result() for f in futures]
+
+
+def test_a_tool_that_fans_out_to_threads_with_its_context_nests_their_calls(trace_dir: Path) -> None:
+    with spanreplay.record() as run:
+        recorded = research([1, 2, 3, 4])
+    log = spanreplay.load(trace_dir, run.run_id)
+    assert sorted(e.call_id for e in log if e.parent_call_id) == [f"tool:research#0/tool:lookup#{n}" for n in range(4)]
+    DELAYS.live = False
+    with spanreplay.replay(trace_dir, run.run_id) as replaying:
+        assert research([1, 2, 3, 4]) == recorded
+    assert replaying.outcome == "completed"

@@ -90,7 +90,10 @@ _current_run: ContextVar[Run | None] = ContextVar("spanreplay_run", default=None
 _current_scope: ContextVar[_Scope | None] = ContextVar("spanreplay_scope", default=None)
 # Runs open in this process. Threads do not inherit context variables (a plain
 # ThreadPoolExecutor does not copy them), so a boundary called from a thread
-# with no run in its context joins the one run that is open, if there is one.
+# with no run in its context joins the one run that is open, if there is one,
+# at its top level: such a thread cannot tell which boundary handed it the work.
+# Work fanned out from inside a boundary keeps its nesting when it is submitted
+# with contextvars.copy_context().run (asyncio.to_thread copies the context too).
 _open_runs: list[Run] = []
 _open_lock = threading.Lock()
 
