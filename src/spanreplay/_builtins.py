@@ -5,7 +5,7 @@ from __future__ import annotations
 import random as _random
 import time as _time
 import uuid as _uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from . import _semconv as sc
 from ._run import boundary
@@ -34,4 +34,4 @@ def uuid4() -> _uuid.UUID:
 
 
 def _utcnow() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
