@@ -325,7 +325,10 @@ def test_a_run_that_ends_early_raises_leftover_events_listing_them(trace_dir: Pa
     assert err.seq == 2
     assert "5 recorded event(s)" in message
     assert "first at seq 2" in message
-    assert "clock:now#0" in message
+    assert "clock 'now'" in _line(message, "Recorded")
+    assert "clock:now#0" in _line(message, "Recorded")
+    assert _line(message, "Attempted") == "nothing more, the run ended"
+    assert "tool:charge#0" in message
     assert run.outcome == "diverged"
 
 

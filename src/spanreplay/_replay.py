@@ -141,7 +141,9 @@ class ReplayEngine:
         more = f"\n  ... and {len(left) - 10} more" if len(left) > 10 else ""
         raise LeftoverEventsError(
             f"Replay of run {self.run_id} ended with {len(left)} recorded event(s) never asked "
-            f"for, the first at seq {first.seq}:\n{listed}{more}\n"
+            f"for, the first at seq {first.seq} (call id {first.call_id}).\n"
+            f"Recorded: {first.describe()}\nAttempted: nothing more, the run ended\n"
+            f"Never asked for:\n{listed}{more}\n"
             "The code stopped earlier than the recorded run did; find the branch that ended it.",
             leftover=tuple(e.call_id for e in left),
             run_id=self.run_id,
