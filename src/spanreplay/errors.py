@@ -8,6 +8,7 @@ Every error is a sentence that names the bad value and the way out. The tree::
     │   ├── PayloadIntegrityError                 a payload cut or altered on the way
     │   └── SchemaVersionError                    a span written by an unknown schema
     ├── RunNotFoundError (LookupError)           the run id is not in the source
+    ├── PostgresError (ConnectionError)          Postgres unreachable or refusing
     ├── RecordedError                            a recorded failure whose type cannot be rebuilt
     └── ReplayDivergenceError                    the code stopped matching the recording
         ├── UnexpectedCallError                   a call the recording does not have
@@ -29,6 +30,7 @@ __all__ = [
     "LeftoverEventsError",
     "OutcomeChangedError",
     "PayloadIntegrityError",
+    "PostgresError",
     "RecordedError",
     "ReplayDivergenceError",
     "RunNotFoundError",
@@ -97,6 +99,18 @@ class RunNotFoundError(SpanReplayError, LookupError):
         super().__init__(message)
         self.run_id = run_id
         self.available = available
+
+
+class PostgresError(SpanReplayError, ConnectionError):
+    """Postgres could not be reached, or refused what spanreplay asked of it.
+
+    Attributes:
+        dsn: the DSN, without its password.
+    """
+
+    def __init__(self, message: str, *, dsn: str) -> None:
+        super().__init__(message)
+        self.dsn = dsn
 
 
 class RecordedError(SpanReplayError):

@@ -14,7 +14,8 @@ except ImportError as _exc:  # an optional dependency: say how to get it
         "install them with: pip install 'spanreplay[postgres]'."
     ) from None
 
-from ._connect import PostgresError, describe, is_postgres_dsn
+from ..errors import PostgresError
+from ._connect import describe, is_postgres_dsn
 from ._schema import LATEST, MIGRATIONS, Migration, upgrade, version
 from ._source import load, runs
 

@@ -8,25 +8,13 @@ from typing import Any, Final
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
-from ..errors import ConfigurationError, SpanReplayError
+from ..errors import ConfigurationError, PostgresError
 
 # A DSN in URL form names Postgres by its scheme; the key=value form is not a
 # trace source anyone would mistake for a path, but it is not sniffed either.
 SCHEMES: Final = ("postgresql://", "postgres://")
 
 APPLICATION_NAME: Final = "spanreplay"
-
-
-class PostgresError(SpanReplayError, ConnectionError):
-    """Postgres could not be reached, or refused what spanreplay asked of it.
-
-    Attributes:
-        dsn: the DSN, without its password.
-    """
-
-    def __init__(self, message: str, *, dsn: str) -> None:
-        super().__init__(message)
-        self.dsn = dsn
 
 
 def is_postgres_dsn(source: str | os.PathLike[str]) -> bool:
