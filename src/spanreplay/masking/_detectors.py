@@ -3,40 +3,51 @@
 A detector is an object with a ``name`` (the rule name recorded on the span and
 the label of its placeholder) and a ``__call__(text)`` that yields the
 ``(start, end)`` of each thing it finds. Everything else on it is a hint that
-lets the pipeline skip it: ``min_length``, ``literals`` (one of them must occur in
-any text it finds something in) and ``prefilter`` (a pattern without lookarounds
-that the hyperscan engine scans for). The hints never change what a detector
-finds, only how often it is asked.
+lets the pipeline ask it less often: ``min_length``, ``literals`` (one of them
+occurs in any text it finds something in) and ``prefilter`` (a pattern that the
+hyperscan engine looks for first). Hints never change what a detector finds.
 
-Every built-in pattern runs in linear time with Python's ``re``: each begins
+Most built-in detectors are ``RegexDetector``s: one or more ``Pattern``s, each a
+regular expression plus an optional check of each hit (Luhn, mod 97, digit
+counts). A pattern's hits are found by scanning left to right: at each position
+where the expression matches and the check accepts, the hit is taken and the scan
+resumes after it; where the check rejects, the scan resumes one character on.
+Because a pattern with a ``reach`` only ever finds things within ``reach``
+characters of a match of its ``prefilter``, the hyperscan engine can run the
+expression in small windows around those matches and get the same hits (see
+``Pattern.spans``).
+
+Every built-in expression runs in linear time with Python's ``re``: each begins
 with a literal or a narrow character class so the engine can skip ahead, takes
 its left boundary with a fixed-width lookbehind placed after that first
 character (a leading lookbehind would be tried at every position), and uses
-possessive quantifiers or bounded repeats so no run of letters, digits, ``@`` or
+possessive quantifiers or bounded repeats, so no run of letters, digits, ``@`` or
 ``.`` makes it backtrack.
 """
 
 from __future__ import annotations
 
-import ipaddress
 import re
-from collections.abc import Callable, Iterable, Iterator
+import socket
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Final, Protocol, runtime_checkable
 
+from ..errors import ConfigurationError
 from . import _checks
 
 __all__ = [
     "BUILTIN_DETECTORS",
-    "DIGITS",
     "Detector",
+    "Pattern",
     "RegexDetector",
+    "after",
+    "before",
     "builtin_detectors",
 ]
 
 Span = tuple[int, int]
+Window = tuple[int, int]
 
-# A numeric detector can only find something in text that holds a digit; testing
-# the ten digits with ``in`` (memchr) is far cheaper than any regex scan.
 DIGITS: Final = tuple("0123456789")
 
 
@@ -46,16 +57,16 @@ class Detector(Protocol):
 
     Attributes:
         name: the rule name recorded on the span, and the placeholder's label
-            (``<email:3f9a2c1b>``). Lower case letters, digits and ``_``.
+            (``<email:3f9a2c1b>``): lower case letters, digits and ``_``.
         pseudonymize: True for personal data (a keyed token, so equal values stay
             equal); False for credentials, which always become a plain placeholder.
         min_length: the shortest text this detector can find anything in.
         literals: strings of which at least one occurs in any text the detector
             finds something in; empty when there is no such set.
-        prefilter: a regular expression in the common subset of hyperscan and
-            ``re`` (no lookarounds, no backreferences) that matches, in the text
-            or in its JSON-escaped form, wherever the detector finds something;
-            None to be asked about every text.
+        prefilter: a pattern in hyperscan syntax (no lookarounds, no
+            backreferences) that matches somewhere in any text the detector finds
+            something in, and in that text JSON-escaped; None to be asked about
+            every text. ``after()`` and ``before()`` write boundaries that hold in both.
     """
 
     name: str
@@ -65,7 +76,7 @@ class Detector(Protocol):
     prefilter: str | None
 
     def __call__(self, text: str) -> Iterable[Span]:
-        """The ``(start, end)`` of each finding in ``text``, in order, not overlapping."""
+        """The ``(start, end)`` of each finding in ``text``."""
         ...
 
     def normalize(self, found: str) -> str:
@@ -73,60 +84,204 @@ class Detector(Protocol):
         ...
 
 
+# --- prefilter boundaries --------------------------------------------------------------
+
+# In JSON text a newline is the two characters "\n", so the character before a
+# finding can read as a letter ("n", "t", ...) or a hex digit ("\u001f") there.
+_ESCAPE_END: Final = r"\\[bfnrt]|\\u00[0-9a-fA-F]{2}"
+
+
+def after(excluded: str) -> str:
+    """Prefilter syntax for "at the start, or after a character not in ``[excluded]``".
+
+    It holds in plain text and in JSON-escaped text, so one prefilter serves the
+    gate that reads a whole serialized payload and the one that reads strings.
+    """
+    return rf"(?:^|[^{excluded}]|{_ESCAPE_END})"
+
+
+def before(excluded: str) -> str:
+    """Prefilter syntax for "at the end, or before a character not in ``[excluded]``"."""
+    return rf"(?:[^{excluded}]|$)"
+
+
+# --- patterns ------------------------------------------------------------------------------
+
+Check = Callable[[str], bool]
+Refine = Callable[[str, int, int], Span | None]
+
+
+class Pattern:
+    """One regular expression of a detector, and how to find its hits fast.
+
+    Args:
+        regex: the expression (compiled with ``re.ASCII`` when given as text). It must
+            run in linear time: prefer possessive quantifiers and bounded repeats.
+        prefilter: hyperscan syntax; see ``Detector.prefilter``.
+        reach: with a prefilter, the promise that every hit (and every character
+            the expression's lookarounds read around it) lies within ``reach``
+            characters of a prefilter match: the hit starts at most ``reach``
+            before the match starts and ends at most ``reach`` after it ends.
+            None makes no such promise: the expression then scans the whole text.
+        literals: see ``Detector.literals``.
+        group: the group whose span is the finding (the whole match by default).
+        check: called with the finding's text; False rejects the hit.
+        refine: called with the text and the finding's span; returns the span to
+            mask or None to reject the hit.
+    """
+
+    __slots__ = ("check", "group", "literals", "prefilter", "reach", "refine", "regex")
+
+    def __init__(
+        self,
+        regex: str | re.Pattern[str],
+        *,
+        prefilter: str | None = None,
+        reach: int | None = None,
+        literals: Iterable[str] = (),
+        group: int | str = 0,
+        check: Check | None = None,
+        refine: Refine | None = None,
+    ) -> None:
+        self.regex = re.compile(regex, re.ASCII) if isinstance(regex, str) else regex
+        if reach is not None and (prefilter is None or reach < 1):
+            raise ConfigurationError(
+                f"Pattern {self.regex.pattern!r} has reach={reach} without a prefilter to reach from."
+            )
+        self.prefilter = prefilter
+        self.reach = reach
+        self.literals = tuple(literals)
+        self.group = group
+        self.check = check
+        self.refine = refine
+
+    def __repr__(self) -> str:
+        return f"Pattern({self.regex.pattern!r})"
+
+    def spans(self, text: str, windows: Sequence[Window] | None = None) -> Iterator[Span]:
+        """The hits in ``text``; with ``windows`` (sorted, apart), only those inside them.
+
+        Windows built from the prefilter matches widened by ``reach`` give exactly
+        the hits of a whole-text scan. A search inside a window sees the text end
+        at the window's end; a hit that ends within ``reach`` of that cut is the
+        only kind the cut could have changed (a lookahead that read past it, a run
+        it stopped), so it is matched again against the whole text.
+        """
+        regex = self.regex
+        group = self.group
+        check = self.check
+        refine = self.refine
+        n = len(text)
+        reach = self.reach or 0
+        last = 0
+        for a, b in windows if windows is not None else ((0, n),):
+            pos = a if a > last else last
+            while pos < b:
+                match = regex.search(text, pos, b)
+                if match is None:
+                    break
+                if b < n and match.end() > b - reach:
+                    match = regex.match(text, match.start())
+                    if match is None:
+                        pos += 1
+                        continue
+                start, end = match.span(group)
+                span: Span | None = (start, end) if start < end else None
+                if span is not None and check is not None and not check(text[start:end]):
+                    span = None
+                if span is not None and refine is not None:
+                    span = refine(text, start, end)
+                if span is None:
+                    pos = match.start() + 1
+                    continue
+                yield span
+                last = pos = match.end()
+
+
 def _identity(text: str) -> str:
     return text
 
 
 class RegexDetector:
-    """A detector made of one compiled pattern and an optional check of each hit.
+    """A detector made of one or more ``Pattern``s.
+
+    ``RegexDetector("ticket_id", r"TCK-[0-9]{8}+", literals=("TCK-",))`` is enough
+    for a pattern of your own; a ``prefilter`` (and a ``reach``) let the hyperscan
+    engine skip it, or search only near its prefilter's matches.
 
     Args:
         name: rule name and placeholder label.
-        pattern: the pattern (compiled with ``re.ASCII`` when given as text). It must
-            run in linear time: prefer possessive quantifiers (``++``, ``{8,}+``) and
-            bounded repeats, and never nest unbounded repeats.
-        group: the group whose span is the finding (``0``, the whole match, by default).
-        check: called with the finding's text; a hit is dropped when it returns False.
+        pattern: an expression, or a list of ``Pattern``s for several.
         pseudonymize: see ``Detector``.
         min_length: see ``Detector``.
-        literals: see ``Detector``.
-        prefilter: see ``Detector``.
         normalize: the canonical form of a finding for its pseudonym.
+        prefilter, reach, literals, group, check, refine: for a single expression,
+            see ``Pattern``.
     """
 
     def __init__(
         self,
         name: str,
-        pattern: str | re.Pattern[str],
+        pattern: str | re.Pattern[str] | Sequence[Pattern],
         *,
-        group: int | str = 0,
-        check: Callable[[str], bool] | None = None,
         pseudonymize: bool = True,
         min_length: int = 1,
-        literals: Iterable[str] = (),
-        prefilter: str | None = None,
         normalize: Callable[[str], str] | None = None,
+        prefilter: str | None = None,
+        reach: int | None = None,
+        literals: Iterable[str] = (),
+        group: int | str = 0,
+        check: Check | None = None,
+        refine: Refine | None = None,
     ) -> None:
+        if isinstance(pattern, (str, re.Pattern)):
+            patterns: tuple[Pattern, ...] = (
+                Pattern(
+                    pattern,
+                    prefilter=prefilter,
+                    reach=reach,
+                    literals=literals,
+                    group=group,
+                    check=check,
+                    refine=refine,
+                ),
+            )
+        else:
+            patterns = tuple(pattern)
+        if not patterns:
+            raise ConfigurationError(f"RegexDetector {name!r} has no pattern.")
         self.name = name
-        self.pattern = re.compile(pattern, re.ASCII) if isinstance(pattern, str) else pattern
-        self.group = group
-        self.check = check
+        self.patterns = patterns
         self.pseudonymize = pseudonymize
         self.min_length = min_length
-        self.literals = tuple(literals)
-        self.prefilter = prefilter
         self._normalize = normalize or _identity
+        self.prefilter: str | None = (
+            None if any(p.prefilter is None for p in patterns) else "|".join(f"(?:{p.prefilter})" for p in patterns)
+        )
+        self.literals: tuple[str, ...] = (
+            ()
+            if any(not p.literals for p in patterns)
+            else tuple(dict.fromkeys(x for p in patterns for x in p.literals))
+        )
 
     def __repr__(self) -> str:
-        return f"RegexDetector({self.name!r}, {self.pattern.pattern!r})"
+        return f"RegexDetector({self.name!r}, {[p.regex.pattern for p in self.patterns]!r})"
 
     def __call__(self, text: str) -> Iterator[Span]:
-        check = self.check
-        group = self.group
-        for match in self.pattern.finditer(text):
-            start, end = match.span(group)
-            if start < end and (check is None or check(text[start:end])):
-                yield start, end
+        for pattern in self.patterns:
+            if pattern.literals and not any(lit in text for lit in pattern.literals):
+                continue
+            yield from pattern.spans(text)
+
+    def locate(self, text: str, windows: Sequence[Sequence[Window] | None]) -> Iterator[Span]:
+        """The same findings as ``self(text)``, given each pattern's windows (None: scan it all)."""
+        for pattern, pattern_windows in zip(self.patterns, windows, strict=True):
+            if pattern_windows is None:
+                if pattern.literals and not any(lit in text for lit in pattern.literals):
+                    continue
+                yield from pattern.spans(text)
+            elif pattern_windows:
+                yield from pattern.spans(text, pattern_windows)
 
     def normalize(self, found: str) -> str:
         return self._normalize(found)
@@ -176,126 +331,8 @@ class EmailDetector:
         return found.lower()
 
 
-# --- phone numbers -------------------------------------------------------------------
+# --- IPv6 ---------------------------------------------------------------------------------
 
-# International: "+" then digits, single separators and parenthesized area codes.
-_PHONE_INTERNATIONAL: Final = re.compile(
-    r"\+(?<![0-9A-Za-z_+]\+)[0-9](?:[0-9]|[ .\-][0-9]|[ .\-]?\([0-9]{1,4}\))*+", re.ASCII
-)
-# North American: (415) 555-0132, 415-555-0132, 415.555.0132, 415 555 0132.
-_PHONE_NANP: Final = re.compile(
-    r"(?:\((?<![0-9A-Za-z_]\()[2-9][0-9]{2}\) ?|[2-9](?<![0-9A-Za-z_+][2-9])[0-9]{2}[ .\-])"
-    r"[0-9]{3}[ .\-][0-9]{4}(?![0-9]|[.\-][0-9])",
-    re.ASCII,
-)
-# National numbers with a trunk 0 and separated groups: 020 7946 0958, 07700 900123,
-# 01 23 45 67 89, 030 12345678, 089/1234567.
-_PHONE_NATIONAL: Final = re.compile(
-    r"0(?<![0-9A-Za-z_.,+]0)[1-9][0-9]{0,4}(?:[ .\-/][0-9]{2,8}){1,4}(?![0-9:]|[.\-][0-9])", re.ASCII
-)
-# 05.03.2024 or 05/03/2024 10 is a date (and an hour), not a phone number.
-_DATE_PREFIX: Final = re.compile(r"[0-3][0-9][./\-][01][0-9][./\-](?:19|20)[0-9]{2}", re.ASCII)
-
-
-class PhoneDetector:
-    """International numbers (E.164 with separators) and common national formats."""
-
-    name: str = "phone"
-    pseudonymize: bool = True
-    min_length: int = 9
-    literals: tuple[str, ...] = DIGITS
-    prefilter: str | None = (
-        r"\+[0-9][0-9 .()\-]{7}"
-        r"|(?:\([2-9][0-9]{2}\) ?|[2-9][0-9]{2}[ .\-])[0-9]{3}[ .\-][0-9]{4}"
-        r"|0[1-9](?:[ .\-/]?[0-9]){7}"
-    )
-
-    def __call__(self, text: str) -> Iterator[Span]:
-        found: list[Span] = []
-        if "+" in text:
-            for match in _PHONE_INTERNATIONAL.finditer(text):
-                if _checks.phone_digits_ok(match.group(), 8, 15):
-                    found.append(match.span())
-        for match in _PHONE_NANP.finditer(text):
-            found.append(match.span())
-        if "0" in text:
-            for match in _PHONE_NATIONAL.finditer(text):
-                number = match.group()
-                if _checks.phone_digits_ok(number, 9, 12) and not _DATE_PREFIX.match(number):
-                    found.append(match.span())
-        if len(found) > 1:
-            found.sort()
-        end = -1
-        for span in found:
-            if span[0] >= end:
-                end = span[1]
-                yield span
-
-    def normalize(self, found: str) -> str:
-        return ("+" if found.startswith("+") else "") + "".join(ch for ch in found if ch.isdigit())
-
-
-# --- cards, IBAN, SSN ---------------------------------------------------------------------
-
-_CARD: Final = re.compile(
-    r"[2-6](?<![0-9A-Za-z_][2-6])"
-    r"(?:[0-9]{11,18}|[0-9]{3}(?P<sep>[ \-])"
-    r"(?:[0-9]{4}(?P=sep)[0-9]{4}(?P=sep)[0-9]{4}(?:(?P=sep)[0-9]{3})?|[0-9]{6}(?P=sep)[0-9]{4,5}))"
-    r"(?![0-9])",
-    re.ASCII,
-)
-
-
-def _digits_only(text: str) -> str:
-    return "".join(ch for ch in text if ch.isdigit())
-
-
-def _card_check(text: str) -> bool:
-    return _checks.card_ok(_digits_only(text))
-
-
-_SSN: Final = re.compile(r"[0-8](?<![0-9A-Za-z_\-][0-8])[0-9]{2}-[0-9]{2}-[0-9]{4}(?![0-9]|-[0-9])", re.ASCII)
-
-_IBAN: Final = re.compile(
-    r"[A-Z](?<![0-9A-Za-z_][A-Z])[A-Z][0-9]{2}(?: ?[A-Z0-9]{4}){2,7}+(?: ?[A-Z0-9]{1,3})?", re.ASCII
-)
-
-
-class IbanDetector:
-    """IBANs, compact or in groups of four, checked by country length and mod 97."""
-
-    name: str = "iban"
-    pseudonymize: bool = True
-    min_length: int = 15
-    literals: tuple[str, ...] = DIGITS
-    prefilter: str | None = r"[A-Z]{2}[0-9]{2} ?[A-Z0-9]{4} ?[A-Z0-9]{4}"
-
-    def __call__(self, text: str) -> Iterator[Span]:
-        for match in _IBAN.finditer(text):
-            start, stop = match.span()
-            length = _checks.IBAN_LENGTHS.get(text[start : start + 2])
-            if length is None:
-                continue
-            # The pattern may run on into a following word; the country fixes the length.
-            end, count = start, 0
-            while end < stop and count < length:
-                if text[end] != " ":
-                    count += 1
-                end += 1
-            if count != length or (end < len(text) and text[end].isalnum()):
-                continue
-            if _checks.iban_ok(text[start:end].replace(" ", "")):
-                yield start, end
-
-    def normalize(self, found: str) -> str:
-        return found.replace(" ", "")
-
-
-# --- IP addresses -----------------------------------------------------------------------------
-
-_IPV4: Final = re.compile(
-    r"[0-9](?<![0-9A-Za-z_.][0-9])[0-9]{0,2}\.[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}(?![0-9]|\.[0-9])", re.ASCII
-)
 # Two colons at most five characters apart start every IPv6 address; the literal
 # ":" lets the engine skip ahead, and the address is then grown in both directions.
 _IPV6_HINT: Final = re.compile(r":[0-9A-Fa-f]{0,4}:", re.ASCII)
@@ -337,12 +374,11 @@ class IPv6Detector:
                 yield start, start + len(candidate)
 
     def normalize(self, found: str) -> str:
-        return ipaddress.IPv6Address(found).compressed
+        packed = _checks.ipv6_packed(found)
+        return found.lower() if packed is None else socket.inet_ntop(socket.AF_INET6, packed)
 
 
-# --- credentials --------------------------------------------------------------------------------
-
-_TOKEN: Final = "A-Za-z0-9_\\-"
+# --- private keys ---------------------------------------------------------------------------
 
 _PEM_BEGIN: Final = re.compile(r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----", re.ASCII)
 _PEM_END: Final = re.compile(r"-----END [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----", re.ASCII)
@@ -376,8 +412,94 @@ class PrivateKeyDetector:
         return found
 
 
+# --- the built-in set -------------------------------------------------------------------------
+
+
+# What the digit patterns let through besides digits; deleted to leave the digits.
+_NUMBER_PUNCTUATION: Final = str.maketrans("", "", " .-()+/")
+
+
+def _digits_only(text: str) -> str:
+    return text.translate(_NUMBER_PUNCTUATION)
+
+
+def _card_check(text: str) -> bool:
+    return _checks.card_ok(_digits_only(text))
+
+
 def _has_digit(text: str) -> bool:
-    return any(ch.isdigit() for ch in text)
+    return any("0" <= ch <= "9" for ch in text)
+
+
+def _iban_refine(text: str, start: int, stop: int) -> Span | None:
+    length = _checks.IBAN_LENGTHS.get(text[start : start + 2])
+    if length is None:
+        return None
+    # The expression may run on into a following group; the country fixes the length.
+    end, count = start, 0
+    while end < stop and count < length:
+        if text[end] != " ":
+            count += 1
+        end += 1
+    if count != length or (end < len(text) and text[end].isalnum()):
+        return None
+    return (start, end) if _checks.iban_ok(text[start:end].replace(" ", "")) else None
+
+
+def _phone_international(text: str) -> bool:
+    return _checks.digit_count_between(text, 8, 15)
+
+
+def _phone_national(text: str) -> bool:
+    return _checks.digit_count_between(text, 9, 12) and _DATE_PREFIX.match(text) is None
+
+
+def _phone_normalize(found: str) -> str:
+    return ("+" if found.startswith("+") else "") + _digits_only(found)
+
+
+# 05.03.2024 or 05/03/2024 10 is a date (and an hour), not a phone number.
+_DATE_PREFIX: Final = re.compile(r"[0-3][0-9][./\-][01][0-9][./\-](?:19|20)[0-9]{2}", re.ASCII)
+_TOKEN: Final = "A-Za-z0-9_\\-"
+_BEARER_TOKEN: Final = "A-Za-z0-9._~+/=\\-"
+
+
+def _phone() -> RegexDetector:
+    return RegexDetector(
+        "phone",
+        [
+            # International: "+", digits, single separators, parenthesized area codes.
+            Pattern(
+                r"\+(?<![0-9A-Za-z_+]\+)[0-9](?:[0-9]|[ .\-][0-9]|[ .\-]?\([0-9]{1,4}\))*+",
+                prefilter=after("0-9A-Za-z_+") + r"\+[0-9][0-9 .()\-]{7}",
+                reach=40,
+                literals=("+",),
+                check=_phone_international,
+            ),
+            # North American: (415) 555-0132, 415-555-0132, 415.555.0132, 415 555 0132.
+            Pattern(
+                r"(?:\((?<![0-9A-Za-z_]\()[2-9][0-9]{2}\) ?|[2-9](?<![0-9A-Za-z_+][2-9])[0-9]{2}[ .\-])"
+                r"[0-9]{3}[ .\-][0-9]{4}(?![0-9]|[.\-][0-9])",
+                prefilter=(
+                    rf"(?:{after('0-9A-Za-z_')}\([2-9][0-9]{{2}}\) ?|{after('0-9A-Za-z_+')}[2-9][0-9]{{2}}[ .\-])"
+                    rf"[0-9]{{3}}[ .\-][0-9]{{4}}{before('0-9')}"
+                ),
+                reach=8,
+                literals=DIGITS,
+            ),
+            # National numbers with a trunk 0 and separated groups: 020 7946 0958,
+            # 07700 900123, 01 23 45 67 89, 030 12345678, 089/1234567.
+            Pattern(
+                r"0(?<![0-9A-Za-z_.,+]0)[1-9][0-9]{0,4}(?:[ .\-/][0-9]{2,8}){1,4}(?![0-9:]|[.\-][0-9])",
+                prefilter=after("0-9A-Za-z_.,+") + r"0[1-9](?:[ .\-/]?[0-9]){7}",
+                reach=48,
+                literals=("0",),
+                check=_phone_national,
+            ),
+        ],
+        min_length=9,
+        normalize=_phone_normalize,
+    )
 
 
 def builtin_detectors(*, ip_addresses: bool = True) -> tuple[Detector, ...]:
@@ -390,7 +512,7 @@ def builtin_detectors(*, ip_addresses: bool = True) -> tuple[Detector, ...]:
             pseudonymize=False,
             min_length=20,
             literals=("eyJ",),
-            prefilter=rf"eyJ[{_TOKEN}]{{4}}[{_TOKEN}]*\.[{_TOKEN}]{{4}}",
+            prefilter=rf"eyJ[{_TOKEN}]{{4}}",
         ),
         RegexDetector(
             "anthropic_api_key",
@@ -418,19 +540,20 @@ def builtin_detectors(*, ip_addresses: bool = True) -> tuple[Detector, ...]:
         ),
         RegexDetector(
             "github_token",
-            r"gh(?<![A-Za-z0-9_]gh)[pousr]_[A-Za-z0-9]{36,}+",
-            pseudonymize=False,
-            min_length=40,
-            literals=("gh",),
-            prefilter=r"gh[pousr]_[A-Za-z0-9]{36}",
-        ),
-        RegexDetector(
-            "github_token",
-            r"github_pat_(?<![A-Za-z0-9_]github_pat_)[A-Za-z0-9_]{22,}+",
+            [
+                Pattern(
+                    r"gh(?<![A-Za-z0-9_]gh)[pousr]_[A-Za-z0-9]{36,}+",
+                    prefilter=r"gh[pousr]_[A-Za-z0-9]{36}",
+                    literals=("gh",),
+                ),
+                Pattern(
+                    r"github_pat_(?<![A-Za-z0-9_]github_pat_)[A-Za-z0-9_]{22,}+",
+                    prefilter=r"github_pat_[A-Za-z0-9_]{22}",
+                    literals=("github_pat_",),
+                ),
+            ],
             pseudonymize=False,
             min_length=33,
-            literals=("github_pat_",),
-            prefilter=r"github_pat_[A-Za-z0-9_]{22}",
         ),
         RegexDetector(
             "slack_token",
@@ -442,48 +565,76 @@ def builtin_detectors(*, ip_addresses: bool = True) -> tuple[Detector, ...]:
         ),
         RegexDetector(
             "bearer_token",
-            r"(?:[Bb]earer|BEARER)(?<![A-Za-z0-9_][Bb][EeAaRr]{5})[ \t]++([A-Za-z0-9._~+/=\-]{12,}+)",
-            group=1,
-            check=_has_digit,
+            [
+                # Two literal-first expressions ("earer", "EARER") scan far faster than
+                # one that starts with the class [Bb].
+                Pattern(
+                    rf"earer(?<=[Bb]earer)(?<![A-Za-z0-9_][Bb]earer)[ \t]++([{_BEARER_TOKEN}]{{12,}}+)",
+                    prefilter=r"[Bb]earer",
+                    literals=("earer",),
+                    group=1,
+                    check=_has_digit,
+                ),
+                Pattern(
+                    rf"EARER(?<=BEARER)(?<![A-Za-z0-9_]BEARER)[ \t]++([{_BEARER_TOKEN}]{{12,}}+)",
+                    prefilter=r"BEARER",
+                    literals=("EARER",),
+                    group=1,
+                    check=_has_digit,
+                ),
+            ],
             pseudonymize=False,
             min_length=19,
-            literals=("earer", "EARER"),
-            prefilter=r"[Bb]earer|BEARER",
         ),
         EmailDetector(),
         RegexDetector(
             "payment_card",
-            _CARD,
-            check=_card_check,
+            r"[2-6](?<![0-9A-Za-z_][2-6])"
+            r"(?:[0-9]{11,18}|[0-9]{3}(?P<sep>[ \-])"
+            r"(?:[0-9]{4}(?P=sep)[0-9]{4}(?P=sep)[0-9]{4}(?:(?P=sep)[0-9]{3})?|[0-9]{6}(?P=sep)[0-9]{4,5}))"
+            r"(?![0-9])",
+            prefilter=(
+                after("0-9A-Za-z_") + r"[2-6](?:[0-9]{11,18}|[0-9]{3}[ \-]"
+                r"(?:[0-9]{4}[ \-][0-9]{4}[ \-][0-9]{4}(?:[ \-][0-9]{3})?|[0-9]{6}[ \-][0-9]{4,5}))" + before("0-9")
+            ),
+            reach=8,
             min_length=12,
             literals=("2", "3", "4", "5", "6"),
-            prefilter=(
-                r"[2-6](?:[0-9]{11}|[0-9]{3}[ \-]"
-                r"(?:[0-9]{4}[ \-][0-9]{4}[ \-][0-9]{4}|[0-9]{6}[ \-][0-9]{4}))"
-            ),
+            check=_card_check,
             normalize=_digits_only,
         ),
-        IbanDetector(),
+        RegexDetector(
+            "iban",
+            r"[A-Z](?<![0-9A-Za-z_][A-Z])[A-Z][0-9]{2}(?: ?[A-Z0-9]{4}){2,7}+(?: ?[A-Z0-9]{1,3})?",
+            prefilter=after("0-9A-Za-z_") + r"[A-Z]{2}[0-9]{2} ?[A-Z0-9]{4} ?[A-Z0-9]{4}",
+            reach=48,
+            min_length=15,
+            literals=DIGITS,
+            refine=_iban_refine,
+            normalize=lambda found: found.replace(" ", ""),
+        ),
         RegexDetector(
             "us_ssn",
-            _SSN,
-            check=_checks.ssn_ok,
+            r"[0-8](?<![0-9A-Za-z_\-][0-8])[0-9]{2}-[0-9]{2}-[0-9]{4}(?![0-9]|-[0-9])",
+            prefilter=after("0-9A-Za-z_\\-") + r"[0-8][0-9]{2}-[0-9]{2}-[0-9]{4}" + before("0-9"),
+            reach=8,
             min_length=11,
             literals=("-",),
-            prefilter=r"[0-9]{3}-[0-9]{2}-[0-9]{4}",
+            check=_checks.ssn_ok,
             normalize=_digits_only,
         ),
-        PhoneDetector(),
+        _phone(),
     ]
     if ip_addresses:
         detectors.append(
             RegexDetector(
                 "ipv4",
-                _IPV4,
-                check=_checks.ipv4_ok,
+                r"[0-9](?<![0-9A-Za-z_.][0-9])[0-9]{0,2}\.[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}(?![0-9]|\.[0-9])",
+                prefilter=after("0-9A-Za-z_.") + r"[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}" + before("0-9"),
+                reach=8,
                 min_length=7,
                 literals=(".",),
-                prefilter=r"[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}",
+                check=_checks.ipv4_ok,
             )
         )
         detectors.append(IPv6Detector())

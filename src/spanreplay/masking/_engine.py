@@ -1,44 +1,55 @@
-"""Gates: which detectors can find anything in a text, answered cheaply.
+"""Gates: which detectors to ask about a text, and where in it to look.
 
-A gate never decides what is masked; it only says which detectors are worth
-asking. Every gate answers with a superset of the detectors that would find
-something, so the masked result is the same whichever gate runs, and a test
-holds them to that. Two gates exist:
+A gate never decides what is masked. It answers, for each text, which detectors
+could find something in it and, for patterns that promise a ``reach``, the
+windows their hits must lie in. Every answer covers every finding, so the
+masked result is the same whichever gate runs (a test holds them to that):
 
 - ``PythonGate`` (always there): a detector is asked when the text is long enough
-  and holds one of its ``literals`` (a ``str.__contains__`` test, memchr-fast).
-- ``HyperscanGate`` (when the ``hyperscan`` package is installed): one pass of
-  Intel Hyperscan over the text with every detector's ``prefilter`` compiled into
-  one database, at hundreds of MB/s; a clean payload is then done without
-  walking it at all.
+  and holds one of its ``literals`` (``str.__contains__``, memchr-fast), and then
+  scans the whole text.
+- ``HyperscanGate`` (when the ``hyperscan`` package is installed): one Intel
+  Hyperscan pass over a whole serialized payload says whether anything can be
+  masked at all (a clean payload is then done without being walked), and one
+  pass over all of a payload's strings, joined, reports where every prefilter
+  matches, so each pattern runs only in small windows of the strings it occurs in.
 """
 
 from __future__ import annotations
 
-import logging
+import bisect
+import itertools
 import threading
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from ._detectors import Detector
+from ._detectors import Detector, Pattern, RegexDetector, Window
 
-logger = logging.getLogger("spanreplay")
+__all__ = ["Gate", "HyperscanGate", "Located", "PythonGate", "hyperscan_available", "make_gate"]
 
-__all__ = ["Gate", "HyperscanGate", "PythonGate", "make_gate"]
+# What a gate says about one text: the detectors to ask (by index) and, for a
+# RegexDetector, each pattern's windows (None: scan the whole text for it). A
+# detector mapped to None is called on the whole text.
+Located = dict[int, tuple[Sequence[Window] | None, ...] | None]
+
+# Joins a payload's strings for one scan. No prefilter's characters include it,
+# so no match runs from one string into the next.
+_SEPARATOR = "\x00"
 
 
 class Gate(Protocol):
-    """Answers which detectors (by index) may find something in a text."""
+    """Which detectors may find something, and where."""
 
     name: str
 
-    def select(self, text: str, among: Sequence[int]) -> list[int]:
-        """The indices in ``among`` whose detector may find something in ``text``."""
+    def select_payload(self, data: bytes) -> tuple[list[int], bool]:
+        """For a whole serialized payload (JSON text): the detectors that may find
+        something in it, and False only when no object key in it can match a
+        field-name rule."""
         ...
 
-    def select_payload(self, data: bytes) -> tuple[list[int], bool]:
-        """For a whole serialized payload (JSON text): the detector indices, and
-        False only when no object key in it can match a field-name rule."""
+    def locate(self, texts: Sequence[str], among: Sequence[int]) -> list[Located]:
+        """For each text, the detectors in ``among`` to ask, and where."""
         ...
 
 
@@ -48,122 +59,200 @@ class PythonGate:
     name = "python"
 
     def __init__(self, detectors: Sequence[Detector], field_words: Sequence[str]) -> None:
-        self._detectors = tuple(detectors)
         self._min = tuple(d.min_length for d in detectors)
         self._literals = tuple(d.literals for d in detectors)
         self._blob_literals = tuple(tuple(lit.encode() for lit in d.literals) for d in detectors)
         self._field_words = tuple(f'{w}":'.encode() for w in field_words)
-
-    def select(self, text: str, among: Sequence[int]) -> list[int]:
-        n = len(text)
-        out = []
-        for i in among:
-            if n < self._min[i]:
-                continue
-            literals = self._literals[i]
-            if not literals:
-                out.append(i)
-                continue
-            for lit in literals:
-                if lit in text:
-                    out.append(i)
-                    break
-        return out
 
     def select_payload(self, data: bytes) -> tuple[list[int], bool]:
         out = []
         for i, literals in enumerate(self._blob_literals):
             if not literals or any(lit in data for lit in literals):
                 out.append(i)
-        return out, self._fields_possible(data)
+        fields = bool(self._field_words)
+        if fields:
+            lowered = data.lower()
+            fields = any(word in lowered for word in self._field_words)
+        return out, fields
 
-    def _fields_possible(self, data: bytes) -> bool:
-        if not self._field_words:
+    def selects(self, text: str, i: int) -> bool:
+        if len(text) < self._min[i]:
             return False
-        lowered = data.lower()
-        return any(word in lowered for word in self._field_words)
+        literals = self._literals[i]
+        return not literals or any(lit in text for lit in literals)
+
+    def locate(self, texts: Sequence[str], among: Sequence[int]) -> list[Located]:
+        selects = self.selects
+        return [{i: None for i in among if selects(text, i)} for text in texts]
 
 
 class HyperscanGate:
-    """One Hyperscan pass over the text finds every detector whose prefilter occurs.
+    """Hyperscan finds every prefilter match; Python runs the patterns near them.
 
-    Detectors without a prefilter fall back to their literals. The compiled
-    database is shared; each thread scans with its own scratch space.
+    The compiled databases are shared; each thread scans with its own scratch space.
     """
 
     name = "hyperscan"
 
-    def __init__(self, detectors: Sequence[Detector], field_patterns: Sequence[str]) -> None:
+    def __init__(
+        self, detectors: Sequence[Detector], field_words: Sequence[str], field_patterns: Sequence[str]
+    ) -> None:
         import hyperscan
 
         self._hs = hyperscan
-        self._python = PythonGate(detectors, ())
+        self._python = PythonGate(detectors, field_words)
         self._detectors = tuple(detectors)
         self._min = tuple(d.min_length for d in detectors)
-        self._always: list[int] = []
+
+        # The payload gate: one report per detector (SINGLEMATCH) is all it needs.
         expressions: list[bytes] = []
         ids: list[int] = []
+        flags: list[int] = []
+        # Detectors without a prefilter are asked through their literals instead.
+        self._unfiltered = tuple(i for i, d in enumerate(detectors) if d.prefilter is None)
         for i, detector in enumerate(detectors):
-            if detector.prefilter is None:
-                self._always.append(i)
-            else:
+            if detector.prefilter is not None:
                 expressions.append(detector.prefilter.encode())
                 ids.append(i)
-        flags = [hyperscan.HS_FLAG_SINGLEMATCH] * len(expressions)
+                flags.append(hyperscan.HS_FLAG_SINGLEMATCH)
         self._field_id = len(detectors)
         if field_patterns:
             # An object key in orjson's output is a string followed directly by ":".
             expressions.append(("(?:" + "|".join(field_patterns) + ')":').encode())
             ids.append(self._field_id)
             flags.append(hyperscan.HS_FLAG_SINGLEMATCH | hyperscan.HS_FLAG_CASELESS)
-        self._database: Any = None
-        if expressions:
-            database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-            # SINGLEMATCH: one report per pattern and scan is all a gate needs, and it
-            # keeps a 40 KB run of digits from calling back into Python per position.
-            database.compile(
-                expressions=expressions,
-                ids=ids,
-                elements=len(expressions),
-                flags=flags,
-            )
-            self._database = database
+        self._payload_db = self._compile(expressions, ids, flags)
+
+        # The locating database: every match of every prefilter, with its start.
+        self._targets: list[tuple[int, int]] = []  # pattern id -> (detector, pattern or -1)
+        self._patterns: list[tuple[Pattern, ...]] = []
+        expressions = []
+        for i, detector in enumerate(detectors):
+            patterns = detector.patterns if isinstance(detector, RegexDetector) else ()
+            self._patterns.append(patterns)
+            if detector.prefilter is None:
+                continue
+            if patterns:
+                for j, pattern in enumerate(patterns):
+                    assert pattern.prefilter is not None
+                    expressions.append(pattern.prefilter.encode())
+                    self._targets.append((i, j))
+            else:
+                expressions.append(detector.prefilter.encode())
+                self._targets.append((i, -1))
+        self._locate_db = self._compile(
+            expressions, list(range(len(expressions))), [hyperscan.HS_FLAG_SOM_LEFTMOST] * len(expressions)
+        )
         self._local = threading.local()
 
-    def _scan(self, data: bytes) -> set[int]:
-        found: set[int] = set()
-        if self._database is None or not data:
-            return found
-        scratch = getattr(self._local, "scratch", None)
+    def _compile(self, expressions: list[bytes], ids: list[int], flags: list[int]) -> Any:
+        if not expressions:
+            return None
+        database = self._hs.Database(mode=self._hs.HS_MODE_BLOCK)
+        database.compile(expressions=expressions, ids=ids, elements=len(expressions), flags=flags)
+        return database
+
+    def _scratch(self, which: str, database: Any) -> Any:
+        scratch = getattr(self._local, which, None)
         if scratch is None:
-            scratch = self._local.scratch = self._hs.Scratch(self._database)
-
-        def on_match(pattern_id: int, start: int, end: int, flags: int, context: object) -> None:
-            found.add(pattern_id)
-
-        self._database.scan(data, match_event_handler=on_match, scratch=scratch)
-        return found
-
-    def select(self, text: str, among: Sequence[int]) -> list[int]:
-        found = self._scan(text.encode("utf-8", "surrogatepass"))
-        n = len(text)
-        out = [i for i in among if i in found and n >= self._min[i]]
-        if self._always:
-            out.extend(self._python.select(text, [i for i in self._always if i in among]))
-            out.sort()
-        return out
+            scratch = self._hs.Scratch(database)
+            setattr(self._local, which, scratch)
+        return scratch
 
     def select_payload(self, data: bytes) -> tuple[list[int], bool]:
-        found = self._scan(data)
+        found: set[int] = set()
+        if self._payload_db is not None and data:
+
+            def on_match(pattern_id: int, start: int, end: int, flags: int, context: object) -> None:
+                found.add(pattern_id)
+
+            self._payload_db.scan(
+                data, match_event_handler=on_match, scratch=self._scratch("payload", self._payload_db)
+            )
         out = [i for i in range(len(self._detectors)) if i in found]
-        if self._always:
-            blob, _ = self._python.select_payload(data)
-            out.extend(i for i in self._always if i in blob)
-            out.sort()
+        if self._unfiltered:
+            unfiltered, _ = self._python.select_payload(data)
+            out = sorted({*out, *(i for i in self._unfiltered if i in unfiltered)})
         return out, self._field_id in found
+
+    def locate(self, texts: Sequence[str], among: Sequence[int]) -> list[Located]:
+        if self._locate_db is None or not texts:
+            return self._python.locate(texts, among)
+        joined = _SEPARATOR.join(texts)
+        # One byte per character, so hyperscan's offsets are string offsets: every
+        # non-ASCII character becomes "?", which no prefilter's characters include.
+        data = joined.encode("ascii") if joined.isascii() else joined.encode("ascii", "replace")
+        hits: list[tuple[int, int, int]] = []
+        # A prefilter that matches everywhere (a run of 40 KB of "1:" for the IPv6
+        # one) would call back into Python per match; past this budget the scan
+        # stops and the whole-text scans take over, with the same result.
+        budget = 256 + len(data) // 8
+
+        def on_match(pattern_id: int, start: int, end: int, flags: int, context: object) -> bool | None:
+            hits.append((pattern_id, start, end))
+            return True if len(hits) > budget else None
+
+        try:
+            self._locate_db.scan(data, match_event_handler=on_match, scratch=self._scratch("locate", self._locate_db))
+        except self._hs.ScanTerminated:
+            return self._python.locate(texts, among)
+        return self._assign(texts, among, hits)
+
+    def _assign(self, texts: Sequence[str], among: Sequence[int], hits: list[tuple[int, int, int]]) -> list[Located]:
+        starts = [0, *itertools.accumulate(len(t) + 1 for t in texts)][:-1]
+        # Per text, per (detector, pattern): the prefilter matches, in text offsets.
+        found: list[dict[tuple[int, int], list[Window]]] = [{} for _ in texts]
+        targets = self._targets
+        for pattern_id, start, end in hits:
+            # A boundary in the prefilter may take the separator before the text,
+            # never the one after the match's last character.
+            k = bisect.bisect_right(starts, end - 1) - 1
+            base = starts[k]
+            found[k].setdefault(targets[pattern_id], []).append((start - base, end - base))
+        wanted = set(among)
+        minimum = self._min
+        out: list[Located] = []
+        for k, text in enumerate(texts):
+            located: Located = {}
+            n = len(text)
+            for (i, j), matches in found[k].items():
+                if i not in wanted or n < minimum[i]:
+                    continue
+                if j < 0:
+                    located[i] = None
+                    continue
+                patterns = self._patterns[i]
+                entry = located.get(i)
+                windows: list[Sequence[Window] | None] = [()] * len(patterns) if entry is None else list(entry)
+                reach = patterns[j].reach
+                windows[j] = None if reach is None else _windows(matches, reach, n)
+                located[i] = tuple(windows)
+            if self._unfiltered:
+                for i in self._unfiltered:
+                    if i in wanted and self._python.selects(text, i):
+                        located[i] = None
+            out.append(located)
+        return out
+
+
+def _windows(matches: list[Window], reach: int, n: int) -> list[Window]:
+    """The prefilter matches widened by ``reach``, clipped to the text, overlaps merged."""
+    matches.sort()
+    out: list[Window] = []
+    for start, end in matches:
+        a = start - reach if start > reach else 0
+        end = min(end, n)
+        b = end + reach if end + reach < n else n
+        if out and a <= out[-1][1]:
+            if b > out[-1][1]:
+                out[-1] = (out[-1][0], b)
+        else:
+            out.append((a, b))
+    return out
 
 
 def hyperscan_available() -> bool:
+    """True when the ``hyperscan`` package can be imported on this machine."""
     try:
         import hyperscan  # noqa: F401
     except ImportError:
@@ -177,4 +266,4 @@ def make_gate(
     """The gate for ``engine``: ``"auto"`` (hyperscan when installed), ``"hyperscan"`` or ``"python"``."""
     if engine == "python" or (engine == "auto" and not hyperscan_available()):
         return PythonGate(detectors, field_words)
-    return HyperscanGate(detectors, field_patterns)
+    return HyperscanGate(detectors, field_words, field_patterns)

@@ -2,18 +2,19 @@
 
 ``Masker.mask(kind, key, value)`` returns the masked value and the list of
 ``(JSON path, rule name)`` that fired; the values that were masked appear
-nowhere in the result. The pipeline runs in three steps:
+nowhere in the result. It runs in three steps:
 
 1. The payload is serialized once (orjson) and the gate reads the bytes: when no
    detector can match and no key can match a field-name rule, the payload is
    returned as it is, without walking it.
-2. Otherwise the payload is walked. At each node the path rules that apply to
-   the boundary are tried in order (the first that matches decides), then the
-   field-name rules on object keys, then, on strings (and long integers), the
-   detectors the gate selects for that string.
-3. Detector findings are resolved (earliest first, then detector order), and
-   each is replaced with its pseudonym or placeholder. Placeholders already in
-   the text are never touched, so masking is idempotent.
+2. Otherwise the payload is copied in one walk. At each node the path rules that
+   apply to the boundary are tried in order (the first that matches decides),
+   then the field-name rules on object keys; the strings (and long integers) left
+   are collected.
+3. The gate locates the detectors' hits in all collected strings at once; each
+   string's findings are resolved (earliest first, then detector order) and
+   replaced with pseudonyms or placeholders. Placeholders already in the text
+   are never touched, so masking is idempotent.
 
 A ``MaskingSession`` (one per run) remembers the masked form of every long
 string it has seen, so the conversation a model call resends each turn is
@@ -32,20 +33,20 @@ import orjson
 
 from ..errors import ConfigurationError
 from ._config import MaskingConfig
-from ._detectors import Detector
-from ._engine import Gate, PythonGate, make_gate
+from ._detectors import Detector, RegexDetector
+from ._engine import Gate, Located, PythonGate, make_gate
 from ._pseudonyms import PLACEHOLDER, Pseudonyms
 from ._rules import DROP, FieldNames, PathRule
 
-__all__ = ["MaskResult", "Masker", "MaskingSession"]
+__all__ = ["MaskResult", "Masker", "MaskingSession", "format_path"]
 
 Segment = str | int
+Path = tuple[Segment, ...]
 _SERIALIZE: Final = orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY
-# Strings at least this long are remembered per session (shorter ones cost less
-# to mask again than to look up) and get a gate scan of their own.
+# Strings at least this long are remembered per session; shorter ones cost less
+# to mask again than to hold.
 _CACHE_MIN: Final = 64
-_GATE_SCAN_MIN: Final = 200
-# Integers below this many digits can hold no detectable number (a card has 12+).
+# Integers below this can hold no detectable number (a card number has 12+ digits).
 _INT_LIMIT: Final = 10**11
 _NAME: Final = re.compile(r"[a-z][a-z0-9_]{0,40}")
 _IDENTIFIER: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -88,20 +89,23 @@ def format_path(segments: Sequence[Segment]) -> str:
     return "".join(parts)
 
 
+Scanned = tuple[str, tuple[str, ...]]  # the masked text, the names of the detectors that fired
+
+
 class _StringCache:
     """Masked forms of long strings, keyed by content, bounded by the characters held."""
 
     __slots__ = ("_chars", "_entries", "limit")
 
     def __init__(self, limit: int = 32 * 1024 * 1024) -> None:
-        self._entries: dict[str, tuple[str, tuple[str, ...]]] = {}
+        self._entries: dict[str, Scanned] = {}
         self._chars = 0
         self.limit = limit
 
-    def get(self, text: str) -> tuple[str, tuple[str, ...]] | None:
+    def get(self, text: str) -> Scanned | None:
         return self._entries.get(text)
 
-    def put(self, text: str, entry: tuple[str, tuple[str, ...]]) -> None:
+    def put(self, text: str, entry: Scanned) -> None:
         if self._chars + len(text) > self.limit:
             self._entries.clear()
             self._chars = 0
@@ -161,11 +165,12 @@ class Masker:
         words = tuple(sorted({w for r in fields for w in r.last_words()}))
         patterns = tuple(p for r in fields for p in r.prefilter_patterns())
         self.gate: Gate = make_gate(config.engine, self.detectors, words, patterns)
-        self._python_gate = self.gate if isinstance(self.gate, PythonGate) else PythonGate(self.detectors, words)
+        self._python_gate = PythonGate(self.detectors, words)
         self._all = tuple(range(len(self.detectors)))
         self.min_length = min((d.min_length for d in self.detectors), default=1 << 30)
         self._default = default or _default
         self._plans: dict[tuple[str, str, str], _Plan] = {}
+        self._keys: dict[str, Scanned] = {}
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -193,7 +198,7 @@ class Masker:
 
     def scan_text(self, text: str) -> tuple[str, tuple[str, ...]]:
         """Run the detectors on one string: the masked string and the names that fired."""
-        return self._scan(text, self._all)
+        return self._detect([text], self._all)[0]
 
     # -- internals ------------------------------------------------------------------
 
@@ -227,20 +232,42 @@ class Masker:
                 if not active and not fields:
                     return MaskResult(value)
         walk = _Walk(self, plan, tuple(active), fields, cache)
-        masked = walk.root(value)
-        return MaskResult(None if masked is DROP else masked, tuple(walk.fired))
+        masked = walk.run(value)
+        return MaskResult(None if masked is DROP else masked, walk.fired_paths())
 
-    def _scan(self, text: str, active: Sequence[int]) -> tuple[str, tuple[str, ...]]:
-        if len(text) >= _GATE_SCAN_MIN:
-            chosen = self.gate.select(text, active)
-        else:
-            chosen = self._python_gate.select(text, active)
-        if not chosen:
+    def _detect(self, texts: Sequence[str], active: Sequence[int]) -> list[Scanned]:
+        """Every text's masked form and the detectors that fired in it."""
+        if not active:
+            return [(text, ()) for text in texts]
+        return [
+            self._apply(text, located) for text, located in zip(texts, self.gate.locate(texts, active), strict=True)
+        ]
+
+    def _detect_key(self, key: str) -> Scanned:
+        # Object keys repeat from payload to payload, and are short: remembered
+        # here, and looked for with literal tests alone.
+        hit = self._keys.get(key)
+        if hit is None:
+            hit = self._apply(key, self._python_gate.locate((key,), self._all)[0])
+            if len(key) <= 256:
+                if len(self._keys) >= 8192:
+                    self._keys.clear()
+                self._keys[key] = hit
+        return hit
+
+    def _apply(self, text: str, located: Located) -> Scanned:
+        if not located:
             return text, ()
         detectors = self.detectors
         found: list[tuple[int, int, int]] = []
-        for i in chosen:
-            for start, end in detectors[i](text):
+        for i, windows in located.items():
+            detector = detectors[i]
+            if windows is None:
+                spans = detector(text)
+            else:
+                assert isinstance(detector, RegexDetector)
+                spans = detector.locate(text, windows)
+            for start, end in spans:
                 found.append((start, i, end))
         if not found:
             return text, ()
@@ -295,10 +322,27 @@ class MaskingSession:
         return len(self._cache)
 
 
-class _Walk:
-    """One walk over one payload: the path so far and what fired."""
+class _Holder:
+    """Stands in for the container of a payload that is itself a string."""
 
-    __slots__ = ("active", "cache", "fields", "fired", "masker", "path", "plan", "rules")
+    __slots__ = ("value",)
+
+    def __init__(self) -> None:
+        self.value: Any = None
+
+    def __setitem__(self, key: object, value: Any) -> None:
+        self.value = value
+
+
+# A string waiting for the detectors: where it goes, its path, its walk order, and
+# whether it was an integer (left as one unless something is found in it).
+_Slot = tuple[Any, Segment, Path, int, bool]
+
+
+class _Walk:
+    """One walk over one payload: the copy, what fired, the strings left to scan."""
+
+    __slots__ = ("active", "cache", "fields", "fired", "masker", "order", "path", "pending", "plan", "rules")
 
     def __init__(
         self, masker: Masker, plan: _Plan, active: tuple[int, ...], fields: bool, cache: _StringCache | None
@@ -309,21 +353,28 @@ class _Walk:
         self.active = active
         self.fields = plan.fields if fields else ()
         self.cache = cache
-        self.fired: list[tuple[str, str]] = []
+        self.fired: list[tuple[int, Path, str]] = []
         self.path: list[Segment] = []
+        self.pending: dict[str, list[_Slot]] = {}
+        self.order = 0
 
-    def fire(self, rule: str, segments: Sequence[Segment] | None = None) -> None:
-        entry = (format_path(self.path if segments is None else segments), rule)
-        if entry not in self.fired:
-            self.fired.append(entry)
-
-    def root(self, value: Any) -> Any:
+    def run(self, value: Any) -> Any:
+        holder = _Holder()
         states = self.plan.roots
-        if states:
-            rule = self._complete(states)
-            if rule is not None:
-                return self._apply(rule, value)
-        return self.value(value, states)
+        rule = self._complete(states) if states else None
+        holder.value = self._apply(rule, value) if rule is not None else self.value(value, states, holder, "")
+        if self.pending:
+            self._scan_pending()
+        return holder.value
+
+    def fire(self, rule: str, path: Sequence[Segment] | None = None, order: int | None = None) -> None:
+        self.fired.append((self.order if order is None else order, tuple(self.path if path is None else path), rule))
+
+    def fired_paths(self) -> tuple[tuple[str, str], ...]:
+        out: dict[tuple[str, str], None] = {}
+        for _, path, rule in sorted(self.fired, key=lambda f: f[0]):
+            out[(format_path(path), rule)] = None
+        return tuple(out)
 
     # -- path rules --------------------------------------------------------------------
 
@@ -359,56 +410,56 @@ class _Walk:
 
     # -- values ---------------------------------------------------------------------------
 
-    def value(self, value: Any, states: tuple[tuple[int, int], ...]) -> Any:
+    def value(self, value: Any, states: tuple[tuple[int, int], ...], container: Any, slot: Segment) -> Any:
         kind = type(value)
         if kind is str:
-            return self.string(value)
+            return self.string(value, container, slot, False)
         if kind is dict:
             return self.mapping(value, states)
         if kind is list or kind is tuple:
             return self.sequence(value, states)
         if kind is int:
-            return self.integer(value)
+            if -_INT_LIMIT < value < _INT_LIMIT:
+                return value
+            return self.string(str(value), container, slot, True) or value
         if value is None or kind is bool or kind is float:
             return value
         if isinstance(value, str):
-            return self.string(str.__str__(value))
-        if isinstance(value, bool):
-            return value
-        if isinstance(value, int) and not hasattr(value, "value"):
-            return self.integer(int(value))
+            return self.string(str.__str__(value), container, slot, False)
         # Anything else (enums, dataclasses, datetimes, models, numpy): the JSON value
         # the span codec would write for it.
         converted = orjson.loads(orjson.dumps(value, default=self.masker._default, option=_SERIALIZE))
-        return self.value(converted, states)
+        return self.value(converted, states, container, slot)
 
-    def string(self, text: str) -> str:
-        masker = self.masker
-        if len(text) < masker.min_length:
-            return text
+    def string(self, text: str, container: Any, slot: Segment, number: bool) -> Any:
+        """The string itself for now; a slot is noted where a detector may change it."""
+        self.order += 1
+        if len(text) < self.masker.min_length:
+            return None if number else text
         cache = self.cache
         if cache is not None and len(text) >= _CACHE_MIN:
             hit = cache.get(text)
-            if hit is None:
-                hit = masker._scan(text, self.active)
-                cache.put(text, hit)
-            masked, names = hit
-        else:
-            masked, names = masker._scan(text, self.active)
-        for name in names:
-            self.fire(name)
-        return masked
+            if hit is not None:
+                masked, names = hit
+                for name in names:
+                    self.fire(name)
+                return masked if names or not number else None
+        self.pending.setdefault(text, []).append((container, slot, tuple(self.path), self.order, number))
+        return None if number else text
 
-    def integer(self, number: int) -> Any:
-        if -_INT_LIMIT < number < _INT_LIMIT:
-            return number
-        text = str(number)
-        masked, names = self.masker._scan(text, self.active)
-        if not names:
-            return number
-        for name in names:
-            self.fire(name)
-        return masked
+    def _scan_pending(self) -> None:
+        texts = list(self.pending)
+        results = self.masker._detect(texts, self.active)
+        cache = self.cache
+        for text, (masked, names) in zip(texts, results, strict=True):
+            if cache is not None and len(text) >= _CACHE_MIN:
+                cache.put(text, (masked, names))
+            if not names:
+                continue
+            for container, slot, path, order, _number in self.pending[text]:
+                container[slot] = masked
+                for name in names:
+                    self.fire(name, path, order)
 
     def mapping(self, mapping: dict[Any, Any], states: tuple[tuple[int, int], ...]) -> dict[Any, Any]:
         out: dict[Any, Any] = {}
@@ -416,47 +467,44 @@ class _Walk:
         fields = self.fields
         min_length = self.masker.min_length
         for key, item in mapping.items():
-            path.append(key)
+            new_key = key
+            if type(key) is str and len(key) >= min_length:
+                masked_key, names = self.masker._detect_key(key)
+                if names:
+                    new_key = masked_key
+                    if new_key in out:
+                        # Two keys that mask alike ("<email>" twice without a key) stay apart.
+                        n = 2
+                        while f"{new_key}#{n}" in out:
+                            n += 1
+                        new_key = f"{new_key}#{n}"
+                    self.order += 1
+                    for name in names:
+                        self.fire(name, [*path, new_key])
+            path.append(new_key)
             child = self._advance(states, key) if states else ()
             rule = self._complete(child) if child else None
-            new_key = key
             if rule is not None:
                 new = self._apply(rule, item)
             else:
                 matched = None
                 if fields and type(key) is str:
                     for field_rule in fields:
-                        name = field_rule.match(key)
-                        if name is not None:
-                            matched = (field_rule, name)
+                        field_name = field_rule.match(key)
+                        if field_name is not None:
+                            matched = (field_rule, field_name)
                             break
                 if matched is not None:
                     new = matched[0](item, matched[1], self.masker._pseudonyms)
                     if new is not item and new != item:
+                        self.order += 1
                         self.fire(f"field:{matched[1]}")
                 else:
-                    new = self.value(item, child)
-                if type(key) is str and len(key) >= min_length:
-                    new_key = self._key(key)
+                    new = self.value(item, child, out, new_key)
             path.pop()
-            if new is DROP:
-                continue
-            if new_key in out:
-                # Two keys that mask alike ("<email>" twice without a key) stay apart.
-                n = 2
-                while f"{new_key}#{n}" in out:
-                    n += 1
-                new_key = f"{new_key}#{n}"
-            out[new_key] = new
+            if new is not DROP:
+                out[new_key] = new
         return out
-
-    def _key(self, key: str) -> str:
-        masked, names = self.masker._scan(key, self.active)
-        if names:
-            segments = [*self.path[:-1], masked]
-            for name in names:
-                self.fire(name, segments)
-        return masked
 
     def sequence(self, items: Sequence[Any], states: tuple[tuple[int, int], ...]) -> list[Any]:
         out: list[Any] = []
@@ -465,7 +513,8 @@ class _Walk:
             path.append(index)
             child = self._advance(states, index) if states else ()
             rule = self._complete(child) if child else None
-            new = self._apply(rule, item) if rule is not None else self.value(item, child)
+            # A string waiting for the detectors is written to its index, len(out), later.
+            new = self._apply(rule, item) if rule is not None else self.value(item, child, out, len(out))
             path.pop()
             if new is not DROP:
                 out.append(new)
