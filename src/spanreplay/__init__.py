@@ -17,6 +17,8 @@ Replay::
 
 from __future__ import annotations
 
+import typing as _typing
+
 import importlib.metadata as _metadata
 
 try:
@@ -49,6 +51,16 @@ from .errors import (
 from .instrumentation.tools import tool
 from .readers import SpanReplayWarning
 
+
+def instrument_anthropic(**kwargs: _typing.Any) -> _typing.Any:
+    """Record and replay every Anthropic Messages call; see ``AnthropicInstrumentor``.
+
+    Imported lazily so that ``import spanreplay`` does not import the Anthropic SDK.
+    """
+    from .instrumentation.anthropic import instrument_anthropic as _instrument
+
+    return _instrument(**kwargs)
+
 __all__ = [
     "ConfigurationError",
     "DifferentCallError",
@@ -79,6 +91,7 @@ __all__ = [
     "boundary",
     "configure",
     "current_run",
+    "instrument_anthropic",
     "load",
     "now",
     "random",
