@@ -7,6 +7,7 @@ call id and never runs the real work. Outside any run it just runs the work.
 
 from __future__ import annotations
 
+import asyncio
 import enum
 import inspect
 import itertools
@@ -621,6 +622,12 @@ def _served(event: Event, decode: Decoder | None) -> Any:
 
 
 async def _served_async(event: Event, decode: Decoder | None) -> Any:
+    error = event.error
+    if error is not None and error.type_name == "CancelledError" and error.module.startswith("asyncio"):
+        # The call was cancelled while it ran (a sibling in asyncio.gather failed, the run
+        # ended). Raising at once would fail first and change the order of events; it is
+        # cancelled again only when the replayed code cancels it.
+        await asyncio.get_running_loop().create_future()
     return _served(event, decode)
 
 
@@ -754,14 +761,46 @@ def _same_error(recorded: ErrorInfo, exc: BaseException) -> bool:
     return (type(exc).__qualname__, str(exc)) == (recorded.type_name, recorded.message)
 
 
-def record(agent: str = "agent", run_id: str | None = None) -> RecordingRun:
+class _JoinedReplay(Run):
+    """``record()`` called while a replay is open: the code's own run joins the replay.
+
+    The same agent code runs in record and replay; code that opens its run itself
+    (``with spanreplay.record(...)``) must not run the real work when it is called
+    from ``spanreplay replay --entry`` or inside ``spanreplay.replay()``.
+    """
+
+    mode = Mode.REPLAY
+
+    def __init__(self, replaying: ReplayingRun) -> None:
+        super().__init__(replaying.run_id, replaying.agent)
+        self.replaying = replaying
+
+    def __enter__(self) -> Run:
+        return self.replaying
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        return None  # the enclosing replay judges how the run ended
+
+
+def record(agent: str = "agent", run_id: str | None = None) -> Run:
     """Start recording a run: ``with spanreplay.record(agent="support") as run: ...``.
+
+    Inside an open replay, the run joins that replay instead (the block gets the
+    replaying run), so the same code serves both modes.
 
     Args:
         agent: the agent's name, shown in ``spanreplay runs`` and on the root span
             (``invoke_agent {agent}``).
         run_id: the run id; by default ``run_YYYYMMDD_HHMMSS_xxxxxxxx`` (UTC).
     """
+    open_run = _current_run.get()
+    if open_run is None:
+        with _open_lock:
+            open_run = _open_runs[0] if len(_open_runs) == 1 else None
+    if isinstance(open_run, ReplayingRun):
+        return _JoinedReplay(open_run)
     return RecordingRun(agent, run_id)
 
 
