@@ -233,6 +233,8 @@ class Masker:
                     return MaskResult(value)
         walk = _Walk(self, plan, tuple(active), fields, cache)
         masked = walk.run(value)
+        if not walk.fired:
+            return MaskResult(value)  # every change fires, so this is the payload, uncopied
         return MaskResult(None if masked is DROP else masked, walk.fired_paths())
 
     def _detect(self, texts: Sequence[str], active: Sequence[int]) -> list[Scanned]:
@@ -280,6 +282,8 @@ class Masker:
         names: list[str] = []
         pos = 0
         token = self._pseudonyms.token
+        glued = False
+        n = len(text)
         for start, i, end in found:
             if start < pos:
                 continue  # overlaps an earlier (or higher-priority) finding
@@ -288,9 +292,19 @@ class Masker:
             pieces.append(token(detector.name, detector.normalize(text[start:end]), pseudonymize=detector.pseudonymize))
             if detector.name not in names:
                 names.append(detector.name)
+            if not glued and ((start > 0 and not text[start - 1].isspace()) or (end < n and not text[end].isspace())):
+                glued = True
             pos = end
         pieces.append(text[pos:])
-        return "".join(pieces), tuple(names)
+        masked = "".join(pieces)
+        if glued:
+            # A finding written against its neighbour ("10.0.0.1sk-ant-...") was a
+            # boundary for the detectors; its placeholder may not be ("<ipv4>sk-ant-..."
+            # is a key). Masking again until nothing changes keeps masking idempotent.
+            again, more = self._apply(masked, self.gate.locate((masked,), self._all)[0])
+            if more:
+                return again, tuple(dict.fromkeys((*names, *more)))
+        return masked, tuple(names)
 
 
 def _outside_placeholders(text: str, found: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
