@@ -36,6 +36,10 @@ class MalformedTrace(Exception):
     """A document that is JSON but not a trace this reader can decode."""
 
 
+class Incomplete(MalformedTrace):
+    """A trace the backend says it cut short; the message is the whole sentence, with the setting to raise."""
+
+
 class NotATrace(MalformedTrace):
     """A JSON document of some other kind altogether (no trace structure at its top)."""
 

@@ -1,8 +1,12 @@
 """Sources (files, directories, globs, stdin), format sniffing and error wording.
 
-The format is chosen from the content, never the file name: gzip by its magic
-bytes; JSON lines when the first line is a complete JSON value; otherwise one
-JSON document; inside a document its keys tell OTLP from Jaeger. Every failure
+The format is chosen from the content, never the file name: gzip and zstd by
+their magic bytes (and read as streams); the Collector's length-prefixed
+records (protobuf, or JSON in per-record zstd) by a plausible length followed
+by the start of a record; JSON lines when the first line is a complete JSON
+value; otherwise one JSON document; inside a document its keys tell OTLP from
+Jaeger, Jaeger's api/v3 and Tempo's two trace APIs. A file named on its own
+brings its rotated backups (the Collector's rotation names) along. Every failure
 leaves here as a ``TraceFormatError`` that names the file (and line) and the fix.
 """
 
@@ -14,6 +18,7 @@ import gzip
 import io
 import itertools
 import os
+import re
 import sys
 import zlib
 from collections.abc import Callable, Iterator, Mapping
@@ -24,9 +29,11 @@ import orjson
 
 from .._spans import SpanRecord
 from ..errors import TraceFormatError
-from . import _jaeger_json, _otlp_json
-from ._base import MalformedTrace, NotATrace, warn
+from . import _jaeger_json, _otlp_json, _otlp_proto, _records
+from ._base import Incomplete, MalformedTrace, NotATrace, warn
 from ._lines import line_number, matching_lines, numbered_lines
+from ._zstd import MAGIC as _ZSTD_MAGIC
+from ._zstd import ZstdCutShort, ZstdError, ZstdStream
 
 STDIN = "-"
 STDIN_NAME = "<stdin>"
@@ -34,7 +41,13 @@ _GZIP_MAGIC = b"\x1f\x8b"
 _BOM = b"\xef\xbb\xbf"
 _GLOB_CHARS = frozenset("*?[")
 _OTHER_SIGNALS = ("resourceLogs", "resourceMetrics", "resourceProfiles")
-_FORMATS = "spanreplay reads OTLP/JSON (JSON lines or one document, optionally gzip) and Jaeger JSON"
+_FORMATS = (
+    "spanreplay reads OTLP/JSON (JSON lines or one document; plain, gzip or zstd), the Collector file "
+    "exporter's proto and compressed files, Jaeger JSON and Tempo JSON"
+)
+# The Collector's file rotation (lumberjack): traces.json -> traces-2024-05-01T10-00-00.000.json.
+_ROTATED = r"-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}\.\d{3}"
+_COMPRESSED_SUFFIXES = ("", ".gz", ".zst")
 
 
 def expand(source: str | os.PathLike[str]) -> list[str]:
@@ -66,7 +79,8 @@ def _files(source: str | os.PathLike[str]) -> tuple[list[str], bool]:
             )
         return files, False
     if path.exists():
-        return [text], True  # a file, or a pipe such as bash's <(zcat runs.jsonl.gz)
+        # A file, or a pipe such as bash's <(zcat runs.jsonl.gz); a Collector file brings its backups.
+        return [*rotated_backups(path), text], True
     if _GLOB_CHARS & set(text):
         files = sorted(p for p in glob.glob(text, recursive=True) if os.path.isfile(p))
         if not files:
@@ -77,6 +91,27 @@ def _files(source: str | os.PathLike[str]) -> tuple[list[str], bool]:
     raise TraceFormatError(
         f"No such file or directory: {text}; pass a trace file, a directory, a glob or - for stdin.", source=text
     )
+
+
+def rotated_backups(path: Path) -> list[str]:
+    """The backups the Collector's rotation made of the file at ``path``, oldest first.
+
+    The Collector's file exporter rotates ``traces.json`` to
+    ``traces-2024-05-01T10-00-00.000.json`` (the time it was rotated) beside it;
+    a run that was being written across a rotation is in both.
+    """
+    if not path.is_file():
+        return []  # a pipe, a device: no siblings to look for
+    stem, suffix = path.stem, path.suffix
+    pattern = re.compile(
+        re.escape(stem) + _ROTATED + re.escape(suffix) + "(?:" + "|".join(map(re.escape, _COMPRESSED_SUFFIXES)) + ")"
+    )
+    try:
+        siblings = [p for p in path.parent.iterdir() if pattern.fullmatch(p.name) and p.is_file()]
+    except OSError:
+        return []
+    # The timestamp sorts as text: the oldest first.
+    return [str(p) for p in sorted(siblings, key=lambda p: p.name)]
 
 
 def iter_spans(source: str | os.PathLike[str], *, contains: bytes | None = None) -> Iterator[SpanRecord]:
@@ -119,14 +154,20 @@ def read_file(name: str, *, contains: bytes | None = None, explicit: bool = True
     with _open(name, shown) as stream:
         try:
             yield from _read(shown, stream, contains, explicit, locate)
-        except EOFError:
-            # A gzip stream that ends early: the writer was stopped mid-file.
-            warn(f"{shown} ends in the middle of its gzip stream (the writer was stopped); read everything before it.")
-        except (OSError, zlib.error) as exc:
-            raise TraceFormatError(
-                f"{shown} cannot be read ({exc}); if it is gzip it is damaged, so copy or export it again.",
-                source=shown,
-            ) from None
+        except EOFError as exc:
+            # A compressed stream that ends early: the writer was stopped mid-file.
+            what = "zstd" if isinstance(exc, ZstdCutShort) else "gzip"
+            warn(
+                f"{shown} ends in the middle of its {what} stream (the writer was stopped); read everything before it."
+            )
+        except (OSError, zlib.error, ZstdError) as exc:
+            if isinstance(stream, gzip.GzipFile):
+                fix = "if it is gzip it is damaged, so copy or export it again"
+            elif isinstance(getattr(stream, "raw", None), ZstdStream):
+                fix = "if it is zstd it is damaged, so copy or export it again"
+            else:
+                fix = "check the disk or copy the file again"
+            raise TraceFormatError(f"{shown} cannot be read ({exc}); {fix}.", source=shown) from None
 
 
 @contextlib.contextmanager
@@ -140,7 +181,7 @@ def _open(name: str, shown: str) -> Iterator[IO[bytes]]:
         ) from None
     with raw:
         try:
-            magic = _peek(raw, 2)
+            magic = _peek(raw, 4)
         except OSError as exc:
             raise TraceFormatError(
                 f"Cannot read {shown}: {exc.strerror or exc}; check that it is a readable file.", source=shown
@@ -148,6 +189,10 @@ def _open(name: str, shown: str) -> Iterator[IO[bytes]]:
         if magic[:2] == _GZIP_MAGIC:
             with gzip.GzipFile(fileobj=raw, mode="rb") as unzipped:
                 yield unzipped  # type: ignore[misc]
+        elif magic[:4] == _ZSTD_MAGIC:
+            # A whole file in zstd (zstd's own tool, or a rotated file compressed later).
+            with io.BufferedReader(ZstdStream(raw), 1 << 16) as unzstd:
+                yield unzstd
         else:
             yield raw
 
@@ -187,7 +232,11 @@ def _read(
     name: str, stream: IO[bytes], contains: bytes | None, explicit: bool, locate: Callable[[int], int | None]
 ) -> Iterator[SpanRecord]:
     first: bytes | None
-    head = _peek(stream, 64).removeprefix(_BOM).lstrip()
+    raw_head = _peek(stream, 64)
+    if _records.looks_like_records(raw_head):
+        yield from _read_records(name, stream, contains)
+        return
+    head = raw_head.removeprefix(_BOM).lstrip()
     if head and head[:1] not in b"{[":
         first, lineno, at = head, 1, 0  # not JSON: no need to read what may be one long binary "line"
     else:
@@ -320,6 +369,42 @@ def _read_lines(
             raise _format_error(exc, name, lineno or locate(at)) from None
 
 
+def _read_records(name: str, stream: IO[bytes], contains: bytes | None) -> Iterator[SpanRecord]:
+    """The spans of a file of length-prefixed records (protobuf, or JSON), each maybe zstd."""
+    # Protobuf holds strings unquoted: the run id needle is looked for without its quotes.
+    bare = contains.strip(b'"') if contains is not None else None
+    try:
+        for number, offset, body in _records.records(stream):
+            where = f"{name} record {number} (at byte {offset})"
+            try:
+                if body[:1] == b"{":
+                    if contains is not None and contains not in body:
+                        continue
+                    try:
+                        doc = orjson.loads(body)
+                    except orjson.JSONDecodeError as exc:
+                        raise MalformedTrace(f"its JSON is not valid ({exc.msg} at character {exc.pos})") from None
+                    yield from _spans(doc, where)
+                else:
+                    if bare is not None and bare not in body:
+                        continue
+                    yield from _otlp_proto.spans_from_message(_otlp_proto.parse(body), where)
+            except Incomplete as exc:
+                raise TraceFormatError(f"{where}: {exc}.", source=name) from None
+            except MalformedTrace as exc:
+                raise TraceFormatError(
+                    f"{where} is not a trace spanreplay can read ({exc}); the file is damaged, so copy it again "
+                    "from the Collector's output.",
+                    source=name,
+                ) from None
+    except _records.CutShort as exc:
+        warn(f"{name}: {exc} (the writer was stopped while writing it); read everything before it.")
+    except _records.RecordError as exc:
+        raise TraceFormatError(
+            f"{name} at byte {exc.offset}: {exc}; copy the file again from the Collector's output.", source=name
+        ) from None
+
+
 def _read_document(name: str, data: bytes, explicit: bool) -> Iterator[SpanRecord]:
     try:
         doc = orjson.loads(data)
@@ -342,6 +427,8 @@ def _read_document(name: str, data: bytes, explicit: bool) -> Iterator[SpanRecor
 
 def _format_error(exc: MalformedTrace, name: str, lineno: int | None) -> TraceFormatError:
     where = f"{name}:{lineno}" if lineno is not None else name
+    if isinstance(exc, Incomplete):
+        return TraceFormatError(f"{where}: {exc}.", source=name, line=lineno)
     if isinstance(exc, NotATrace):
         return TraceFormatError(f"{where} is not a trace: {exc}; {_FORMATS}.", source=name, line=lineno)
     return TraceFormatError(
@@ -354,6 +441,11 @@ def _format_error(exc: MalformedTrace, name: str, lineno: int | None) -> TraceFo
 def _spans(doc: Any, origin: str) -> Iterator[SpanRecord]:
     for item in _classify(doc):
         yield from _dispatch(item, origin)
+
+
+def document_spans(doc: Any, origin: str) -> Iterator[SpanRecord]:
+    """The spans of one parsed JSON document of any supported format; MalformedTrace when it is none."""
+    return _spans(doc, origin)
 
 
 def _classify(doc: Any) -> list[Mapping[str, Any]]:
@@ -398,7 +490,22 @@ def _dispatch(doc: Mapping[str, Any], origin: str) -> Iterator[SpanRecord]:
     elif kind == "otlp-result":
         yield from _otlp_json.spans_from_document(doc["result"], origin)
     elif kind == "otlp-trace":
+        _check_complete(doc)
         yield from _otlp_json.spans_from_document(doc["trace"], origin)
     elif kind == "jaeger":
         for jaeger_trace in _jaeger_json.traces_of(doc):
             yield from _jaeger_json.spans_from_trace(jaeger_trace, origin)
+
+
+def _check_complete(doc: Mapping[str, Any]) -> None:
+    """Tempo's api/v2 marks a trace it cut to its size limit as PARTIAL: never replay half a run."""
+    status = doc.get("status")
+    if status in ("PARTIAL", 1):
+        said = doc.get("message")
+        reason = f" ({said!s:.200})" if isinstance(said, str) and said else ""
+        raise Incomplete(
+            f"Tempo returned this trace with status PARTIAL{reason}: the trace is larger than Tempo's "
+            "max_bytes_per_trace limit (default 5 MB), so spans were left out and the run cannot be replayed "
+            "from it; raise max_bytes_per_trace in Tempo's overrides for the tenant and fetch the trace again, "
+            "or read the run from the Collector's file export"
+        )
