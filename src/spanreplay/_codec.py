@@ -203,6 +203,11 @@ def encode_error(exc: BaseException) -> bytes:
     Never raises: an exception with a broken ``__str__`` or a property that fails is
     still recorded, with what could be read.
     """
+    return orjson.dumps(error_record(exc), default=_default)
+
+
+def error_record(exc: BaseException) -> dict[str, Any]:
+    """The record ``encode_error`` writes, as a dict (masking works on it before encoding)."""
     cls = type(exc)
     fields: dict[str, Any] = {}
     for name in _SLOT_FIELDS:
@@ -227,7 +232,7 @@ def encode_error(exc: BaseException) -> bytes:
         "args": args if len(args) == len(exc.args) else None,
         "fields": fields,
     }
-    return orjson.dumps(record, default=_default)
+    return record
 
 
 def decode_error(data: bytes, *, origin: str = "") -> ErrorInfo:

@@ -21,6 +21,7 @@ from ._context import current_run_id
 from .errors import ConfigurationError
 from .exporters._file import DurableFileSpanProcessor
 from .exporters._otlp_json import attributes_of
+from .masking import Masker, MaskingConfig, masker_for
 
 if TYPE_CHECKING:
     from .exporters.postgres import PostgresSpanProcessor
@@ -57,6 +58,7 @@ class Settings:
     otlp_processor: SpanProcessor | None
     strict: bool
     postgres_processor: PostgresSpanProcessor | None = None
+    masker: Masker | None = None
 
     @property
     def trace_dir(self) -> Path | None:
@@ -89,6 +91,7 @@ def configure(
     strict: bool | None = None,
     resource_attributes: dict[str, Any] | None = None,
     postgres: str | PostgresSpanProcessor | None = None,
+    masking: MaskingConfig | bool | None = None,
 ) -> Settings:
     """Set up recording: a tracer provider with the durable file and, if asked, OTLP.
 
@@ -129,6 +132,9 @@ def configure(
         postgres: also write every step to Postgres as it completes: a DSN
             (``postgresql://...``; ``SPANREPLAY_POSTGRES_DSN`` is the default) or a
             ``PostgresSpanProcessor`` (batched mode, other timeouts). See docs/postgres.md.
+        masking: how payloads are masked before they become span attributes: a
+            ``spanreplay.masking.MaskingConfig``; None or True for the defaults (on);
+            False to record payloads unmasked. See docs/masking.md.
 
     Returns:
         The Settings in force. Calling ``configure()`` again replaces them.
@@ -177,6 +183,7 @@ def configure(
             otlp_processor=attached.otlp_processor,
             strict=strict,
             postgres_processor=attached.postgres_processor,
+            masker=_masker(masking),
         )
         return _settings
 
@@ -185,6 +192,29 @@ def settings() -> Settings:
     """The Settings in force, configuring with defaults on first use."""
     current = _settings
     return current if current is not None else configure()
+
+
+def masker() -> Masker:
+    """The masker in force; replay asks for it without setting up any tracing."""
+    current = _settings
+    if current is not None and current.masker is not None:
+        return current.masker
+    return _masker(None)
+
+
+def _masker(masking: MaskingConfig | bool | None) -> Masker:
+    from ._codec import _default
+
+    if masking is None or masking is True:
+        masking = MaskingConfig()
+    elif masking is False:
+        masking = MaskingConfig(enabled=False)
+    elif not isinstance(masking, MaskingConfig):
+        raise ConfigurationError(
+            f"configure(masking={masking!r}) is not a masking setting; pass a "
+            "spanreplay.masking.MaskingConfig, or True / False to turn masking on or off."
+        )
+    return masker_for(masking, default=_default)
 
 
 def _provider(

@@ -30,11 +30,12 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from . import _codec
 from . import _semconv as sc
-from ._config import settings
+from ._config import masker, settings
 from ._context import current_run_id
 from ._events import ErrorInfo, Event, EventLog
 from ._replay import ReplayEngine
 from .errors import ConfigurationError, OutcomeChangedError, RecordedError, ReplayDivergenceError
+from .masking import MaskingSession
 
 logger = logging.getLogger("spanreplay")
 
@@ -295,6 +296,10 @@ class RecordingRun(Run):
         self._strict = False
         self._failed = False  # an internal failure was logged: log later ones quietly
         self._tracer: trace.Tracer = trace.NoOpTracer()
+        # Masking runs on every payload before the codec sees it; one session per run
+        # remembers what it masked. Each open span's (kind, key), for its output.
+        self._masking: MaskingSession | None = None
+        self._boundaries: dict[trace.Span, tuple[str, str]] = {}
 
     def __enter__(self) -> RecordingRun:
         ctx: otel_context.Context | None = None
@@ -302,6 +307,8 @@ class RecordingRun(Run):
             config = settings()
             self._strict = config.strict
             self._tracer = config.tracer
+            if config.masker is not None and config.masker.enabled:
+                self._masking = config.masker.session()
             attributes: dict[str, Any] = {
                 sc.RUN_ID: self.run_id,
                 sc.RUN_STATUS: sc.RUN_STATUS_RUNNING,
@@ -338,7 +345,10 @@ class RecordingRun(Run):
                 else:
                     attributes[sc.RUN_STATUS] = sc.RUN_STATUS_ERROR
                     attributes[sc.ERROR_TYPE] = type(exc).__qualname__
-                    attributes.update(_codec.payload_attributes(sc.RUN_ERROR, _codec.encode_error(exc)))
+                    record, masked = self._mask("run", self.agent, "error", _codec.error_record(exc))
+                    _codec.add_payload(attributes, sc.RUN_ERROR, _codec.encode_output(record))
+                    if masked:
+                        attributes[sc.RUN_ERROR + sc.MASKED_SUFFIX] = masked
                     span.set_status(Status(StatusCode.ERROR, type(exc).__qualname__))
                 span.set_attributes(attributes)
                 span.end()
@@ -450,13 +460,18 @@ class RecordingRun(Run):
             if kind == sc.KIND_TOOL:
                 attributes[sc.GEN_AI_OPERATION_NAME] = sc.OPERATION_EXECUTE_TOOL
                 attributes[sc.GEN_AI_TOOL_NAME] = key
+            input, masked = self._mask(kind, key, "input", input)
             _codec.add_payload(attributes, sc.INPUT, _codec.encode_input(input))
+            if masked:
+                attributes[sc.INPUT + sc.MASKED_SUFFIX] = masked
+            self._mask_content(kind, key, attributes)
             span = self._tracer.start_span(
                 sc.boundary_span_name(kind, key),
                 context=scope.context,
                 kind=SpanKind.CLIENT if kind == sc.KIND_MODEL else SpanKind.INTERNAL,
                 attributes=attributes,
             )
+            self._boundaries[span] = (kind, key)
             return span, _Scope(self, call_id, trace.set_span_in_context(span))
         except Exception:
             self._internal_failure(f"start the span of {kind} {key!r}")
@@ -469,17 +484,53 @@ class RecordingRun(Run):
             return
         try:
             attributes: dict[str, Any] = {sc.AWAITED: True} if awaited else {}
+            kind, key = self._boundaries.pop(span, ("", ""))
             if exc is None:
+                result, masked = self._mask(kind, key, "output", result)
                 _codec.add_payload(attributes, sc.OUTPUT, _codec.encode_output(result))
+                if masked:
+                    attributes[sc.OUTPUT + sc.MASKED_SUFFIX] = masked
                 span.set_attributes(attributes)
             else:
-                _codec.add_payload(attributes, sc.ERROR, _codec.encode_error(exc))
+                record, masked = self._mask(kind, key, "error", _codec.error_record(exc))
+                _codec.add_payload(attributes, sc.ERROR, _codec.encode_output(record))
+                if masked:
+                    attributes[sc.ERROR + sc.MASKED_SUFFIX] = masked
                 attributes[sc.ERROR_TYPE] = type(exc).__qualname__
                 span.set_attributes(attributes)
                 span.set_status(Status(StatusCode.ERROR, type(exc).__qualname__))
             span.end()
         except Exception:
             self._internal_failure("finish a boundary span")
+
+    def _mask(self, kind: str, key: str, part: str, value: Any) -> tuple[Any, str | None]:
+        """``value`` masked, and the JSON list of the paths masked (None when none were)."""
+        session = self._masking
+        if session is None:
+            return value, None
+        try:
+            result = session.mask(kind, key, value, part=part)
+        except Exception:
+            self._internal_failure(f"mask the {part} of {kind} {key!r}")
+            # What could not be masked is not recorded at all.
+            return "<unmasked value withheld>", '[{"path":"$","rule":"masking_failed"}]'
+        if not result.fired:
+            return result.value, None
+        return result.value, orjson.dumps(result.fired_records()).decode()
+
+    def _mask_content(self, kind: str, key: str, attributes: dict[str, Any]) -> None:
+        """Mask the opt-in GenAI message-content attributes (JSON text) in place."""
+        if self._masking is None:
+            return
+        for name, part in ((sc.GEN_AI_INPUT_MESSAGES, "input"), (sc.GEN_AI_OUTPUT_MESSAGES, "output")):
+            text = attributes.get(name)
+            if isinstance(text, str):
+                try:
+                    content = orjson.loads(text)
+                except orjson.JSONDecodeError:
+                    content = text
+                masked, _ = self._mask(kind, key, part, content)
+                attributes[name] = masked if isinstance(masked, str) else orjson.dumps(masked).decode()
 
     def begin(
         self,
@@ -518,6 +569,10 @@ class ReplayingRun(Run):
         self.engine = ReplayEngine(events, ignore_paths=ignore_paths)
         self.strict = strict
         self.outcome: str | None = None
+        # Inputs are compared in their masked form, masked as when recording: a
+        # masked value that a served output handed to the next input matches.
+        current = masker()
+        self._masking: MaskingSession | None = current.session() if current.enabled else None
 
     def _context_run_id(self) -> str | None:
         # Replay emits no spans: nothing started under it should be stamped as the run.
@@ -539,7 +594,7 @@ class ReplayingRun(Run):
                 self.outcome = "diverged"
             return
         if exc is not None:
-            if recorded is not None and _same_error(recorded, exc):
+            if recorded is not None and _same_error(recorded, exc, self._masked_message):
                 self.outcome = "reproduced"
                 return
             self.outcome = "failed"
@@ -592,7 +647,7 @@ class ReplayingRun(Run):
         scope = self._scope()
         call_id = scope.next_call_id(kind, key)
         seq = next(self._seq)
-        event = self.engine.take(scope.call_id, call_id, kind, key, seq, _codec.encode_input(input))
+        event = self.engine.take(scope.call_id, call_id, kind, key, seq, self._encoded_input(kind, key, input))
         if is_async or event.awaited:
             return _served_async(event, decode)
         return _served(event, decode)
@@ -609,8 +664,21 @@ class ReplayingRun(Run):
         scope = self._scope()
         call_id = scope.next_call_id(kind, key)
         seq = next(self._seq)
-        event = self.engine.take(scope.call_id, call_id, kind, key, seq, _codec.encode_input(input))
+        event = self.engine.take(scope.call_id, call_id, kind, key, seq, self._encoded_input(kind, key, input))
         return Call(self, kind, key, call_id, seq, _Scope(self, call_id, None), recorded=event)
+
+    def _encoded_input(self, kind: str, key: str, input: Any) -> bytes:
+        if self._masking is not None:
+            input = self._masking.mask(kind, key, input, part="input").value
+        return _codec.encode_input(input)
+
+    def _masked_message(self, exc: BaseException) -> str:
+        """The message of ``exc`` as the recording would hold it: masked like a run error."""
+        record = _codec.error_record(exc)
+        if self._masking is None:
+            return str(record["message"])
+        masked = self._masking.mask("run", self.agent, record, part="error").value
+        return str(masked.get("message", "")) if isinstance(masked, dict) else str(masked)
 
 
 def _served(event: Event, decode: Decoder | None) -> Any:
@@ -695,7 +763,7 @@ class Call:
         if span is None or self.ended or not attributes:
             return
         try:
-            span.set_attributes(attributes)
+            span.set_attributes(self._masked_content(attributes))
         except Exception:
             self._failure("set attributes on")
 
@@ -715,7 +783,12 @@ class Call:
         span = self._span
         if span is not None and output is not None:
             try:
-                span.set_attributes(_codec.payload_attributes(sc.OUTPUT, _codec.encode_output(output)))
+                assert isinstance(self.run, RecordingRun)
+                output, masked = self.run._mask(self.kind, self.key, "output", output)
+                recorded = _codec.payload_attributes(sc.OUTPUT, _codec.encode_output(output))
+                if masked:
+                    recorded[sc.OUTPUT + sc.MASKED_SUFFIX] = masked
+                span.set_attributes(recorded)
             except Exception:
                 self._failure("record the output of")
         assert isinstance(self.run, RecordingRun)
@@ -735,9 +808,17 @@ class Call:
         if self._span is None or not attributes:
             return
         try:
-            self._span.set_attributes(attributes)
+            self._span.set_attributes(self._masked_content(attributes))
         except Exception:
             self._failure("set attributes on")
+
+    def _masked_content(self, attributes: dict[str, Any]) -> dict[str, Any]:
+        if isinstance(self.run, RecordingRun) and (
+            sc.GEN_AI_INPUT_MESSAGES in attributes or sc.GEN_AI_OUTPUT_MESSAGES in attributes
+        ):
+            attributes = dict(attributes)
+            self.run._mask_content(self.kind, self.key, attributes)
+        return attributes
 
     def _claim(self) -> bool:
         with self._lock:
@@ -753,12 +834,12 @@ class Call:
             run._internal_failure(f"{what} call {self.call_id}")
 
 
-def _same_error(recorded: ErrorInfo, exc: BaseException) -> bool:
+def _same_error(recorded: ErrorInfo, exc: BaseException, message: Callable[[BaseException], str] = str) -> bool:
     # The module is left out: a script recorded as __main__ replays imported under its own name.
     if isinstance(exc, RecordedError):
         # The recorded failure, served as RecordedError because its type could not be rebuilt.
         return (exc.type_name, exc.message) == (recorded.type_name, recorded.message)
-    return (type(exc).__qualname__, str(exc)) == (recorded.type_name, recorded.message)
+    return (type(exc).__qualname__, message(exc)) == (recorded.type_name, recorded.message)
 
 
 class _JoinedReplay(Run):

@@ -45,6 +45,9 @@ ERROR: Final = "spanreplay.error"
 AWAITED: Final = "spanreplay.awaited"
 SIZE_SUFFIX: Final = ".size"
 SHA256_SUFFIX: Final = ".sha256"
+# Beside a payload that masking changed: a JSON list of {"path", "rule"}, the
+# places masked and the rule that masked each (never the value). Absent: nothing masked.
+MASKED_SUFFIX: Final = ".masked"
 
 # --- OpenTelemetry general and GenAI conventions ---------------------------------
 SERVICE_NAME: Final = "service.name"

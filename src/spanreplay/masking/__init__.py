@@ -27,7 +27,7 @@ from __future__ import annotations
 from ._config import KEY_ENV, MaskingConfig
 from ._detectors import BUILTIN_DETECTORS, Detector, RegexDetector, builtin_detectors
 from ._engine import hyperscan_available
-from ._pipeline import Masker, MaskingSession, MaskResult, format_path
+from ._pipeline import Masker, MaskingSession, MaskResult, format_path, masker_for
 from ._pseudonyms import is_placeholder
 from ._rules import DEFAULT_FIELD_NAMES, FieldNames, PathRule, drop, keep, mask, transform
 
@@ -50,5 +50,6 @@ __all__ = [
     "is_placeholder",
     "keep",
     "mask",
+    "masker_for",
     "transform",
 ]

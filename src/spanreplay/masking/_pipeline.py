@@ -38,7 +38,7 @@ from ._engine import Gate, Located, PythonGate, make_gate
 from ._pseudonyms import PLACEHOLDER, Pseudonyms
 from ._rules import DROP, FieldNames, PathRule
 
-__all__ = ["MaskResult", "Masker", "MaskingSession", "format_path"]
+__all__ = ["MaskResult", "Masker", "MaskingSession", "format_path", "masker_for"]
 
 Segment = str | int
 Path = tuple[Segment, ...]
@@ -541,3 +541,27 @@ def _segment_matches(segment: Segment, key: Segment) -> bool:
     if isinstance(segment, int):
         return isinstance(key, int) and not isinstance(key, bool) and key == segment
     return segment == key
+
+
+_MASKERS: dict[tuple[MaskingConfig, bytes | None, int], Masker] = {}
+_MASKERS_LOCK = threading.Lock()
+
+
+def masker_for(config: MaskingConfig, *, default: Callable[[Any], Any] | None = None) -> Masker:
+    """The ``Masker`` for ``config``, built once and reused while the config (and key) stay the same.
+
+    Compiling the hyperscan databases takes tens of milliseconds; ``configure()``
+    may be called once per test.
+    """
+    try:
+        cache_key = (config, config.resolved_key(), id(default))
+        hash(cache_key)
+    except TypeError:  # a config holding lists or sets: built anew each time
+        return Masker(config, default=default)
+    with _MASKERS_LOCK:
+        masker = _MASKERS.get(cache_key)
+        if masker is None:
+            if len(_MASKERS) >= 16:
+                _MASKERS.clear()
+            masker = _MASKERS[cache_key] = Masker(config, default=default)
+        return masker
