@@ -21,7 +21,7 @@ from . import _semconv as sc
 from ._events import Event, EventLog, RunInfo, RunSummary
 from ._spans import SpanRecord
 from .errors import RunNotFoundError, SpanReplayError, TraceFormatError
-from .readers import SpanReplayWarning, iter_spans
+from .readers import SpanReplayWarning, _backends, iter_spans
 from .readers._base import warn
 from .readers._sources import STDIN
 
@@ -41,8 +41,10 @@ def runs(source: Source) -> list[RunSummary]:
     """The spanreplay runs in a source, oldest first. Empty when it holds none.
 
     Args:
-        source: a trace file, a directory, a glob, ``-`` for stdin, or a Postgres
-            DSN (``postgresql://...``).
+        source: a trace file, a directory, a glob, ``-`` for stdin, a Postgres
+            DSN (``postgresql://...``), or a backend's query API
+            (``jaeger+http://host:16686``, ``tempo+http://host:3200``: the runs
+            that ended in its recent traces, see ``docs/formats.md``).
 
     Raises:
         TraceFormatError: the source cannot be read (the message names the file and line).
@@ -51,6 +53,9 @@ def runs(source: Source) -> list[RunSummary]:
         from .postgres import runs as postgres_runs
 
         return postgres_runs(os.fspath(source))
+    if _backends.is_backend(os.fspath(source)):
+        backend = _backends.parse(os.fspath(source))
+        return _summaries(_backends.search_spans(backend, sc.RUN_STATUS, (sc.RUN_STATUS_OK, sc.RUN_STATUS_ERROR)))
     found = _summaries(iter_spans(source, contains=_RUN_MARKER))
     if not found and os.fspath(source) != STDIN:
         # Lines without a run id were skipped unread; with no run found, make sure
@@ -63,9 +68,11 @@ def load(source: Source, run_id: str | None = None) -> EventLog:
     """The EventLog of one run, ordered by seq, duplicates dropped, payloads verified.
 
     Args:
-        source: a trace file, a directory, a glob, ``-`` for stdin, or a Postgres
-            DSN (``postgresql://...``).
+        source: a trace file, a directory, a glob, ``-`` for stdin, a Postgres
+            DSN (``postgresql://...``), or a backend's query API
+            (``jaeger+http://host:16686``, ``tempo+http://host:3200``).
         run_id: the run to load; may be left out when the source holds exactly one.
+            From a backend it may also be the id of the trace that holds the run.
 
     Raises:
         RunNotFoundError: the run is not in the source (the message lists those that are),
@@ -81,6 +88,8 @@ def load(source: Source, run_id: str | None = None) -> EventLog:
     name = os.fspath(source)
     if name == STDIN:
         return _load_stdin(run_id)
+    if _backends.is_backend(name):
+        return _load_backend(name, run_id)
     if run_id is None:
         run_id = _only_run(runs(source), name)
     spans = [s for s in iter_spans(source, contains=_needle(run_id)) if s.attributes.get(sc.RUN_ID) == run_id]
@@ -107,6 +116,44 @@ def _load_stdin(run_id: str | None) -> EventLog:
     if run_id not in by_run:
         raise _not_found(run_id, "stdin", None)
     return _build(run_id, by_run[run_id], STDIN)
+
+
+def _load_backend(name: str, run_id: str | None) -> EventLog:
+    # A backend is searched, not streamed: by trace id, or for spans carrying the run id.
+    backend = _backends.parse(name)
+    if run_id is None:
+        run_id = _only_run(runs(name), backend.shown)
+    if _backends.is_trace_id(run_id):
+        spans = _backends.trace_spans(backend, run_id)
+        if spans is None:
+            raise RunNotFoundError(
+                f"{backend.name} at {backend.shown} has no trace {run_id.lower()}; check the id, or that the "
+                "trace is still within the backend's retention.",
+                run_id=run_id,
+            )
+        in_trace = sorted({s.attributes[sc.RUN_ID] for s in spans if isinstance(s.attributes.get(sc.RUN_ID), str)})
+        if len(in_trace) != 1:
+            what = "no spanreplay run" if not in_trace else f"{len(in_trace)} runs ({', '.join(in_trace[:5])})"
+            raise RunNotFoundError(
+                f"Trace {run_id.lower()} in {backend.shown} holds {what}; pass a run id instead "
+                f"(spanreplay runs {backend.shown} lists them).",
+                run_id=run_id,
+                available=tuple(in_trace),
+            )
+        run_id = in_trace[0]
+        # The run may continue in other traces (a run scoped to a process spans requests).
+        spans += _backends.search_spans(backend, sc.RUN_ID, (run_id,))
+    else:
+        spans = list(_backends.search_spans(backend, sc.RUN_ID, (run_id,)))
+    mine = [s for s in spans if s.attributes.get(sc.RUN_ID) == run_id]
+    if not mine:
+        raise RunNotFoundError(
+            f"Run {run_id} is not in {backend.shown}: no trace of the last {backend.lookback} holds a span "
+            f"with {sc.RUN_ID}={run_id}; pass the trace id instead, or widen the search with ?lookback=30d "
+            "(and name the service with ?service=NAME for Jaeger).",
+            run_id=run_id,
+        )
+    return _build(run_id, mine, name)
 
 
 def _needle(run_id: str) -> bytes:
@@ -239,8 +286,8 @@ def _missing(info: RunInfo, present: list[int]) -> tuple[str, int] | None:
 
 def _damage(source: Source) -> str:
     """A damaged line the run filter skipped, which may have held the lost spans."""
-    if os.fspath(source) == STDIN:
-        return ""  # read once, already consumed
+    if os.fspath(source) == STDIN or _backends.is_backend(os.fspath(source)):
+        return ""  # read once, already consumed; or a backend, which has no lines to check
     try:
         _validate(source)
     except TraceFormatError as exc:
