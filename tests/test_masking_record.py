@@ -71,7 +71,8 @@ def _record_with_secrets(payload: Any, message: str, secret_in_error: str) -> st
         raise CustomerError(f"no account for {secret_in_error}")
 
     content = orjson.dumps([{"role": "user", "parts": [{"type": "text", "content": message}]}]).decode()
-    with pytest.raises(CustomerError), spanreplay.record(agent="masking") as run:
+
+    def agent() -> None:
         spanreplay.boundary("tool", "lookup", {"query": message}, lookup)
         spanreplay.boundary(
             "model", "claude", {"messages": [message]}, lambda: {"text": message},
@@ -80,6 +81,10 @@ def _record_with_secrets(payload: Any, message: str, secret_in_error: str) -> st
         with pytest.raises(CustomerError):
             spanreplay.boundary("tool", "charge", {"note": "x"}, fail)
         raise CustomerError(f"giving up on {secret_in_error}")
+
+    run = spanreplay.record(agent="masking")
+    with pytest.raises(CustomerError), run:
+        agent()
     return run.run_id
 
 
@@ -250,7 +255,9 @@ def test_a_kept_field_replays_its_real_value(tmp_path: Path, provider: TracerPro
     assert replaying.outcome == "completed"
 
 
-def test_a_recorded_failure_with_personal_data_in_its_message_reproduces(tmp_path: Path, provider: TracerProvider) -> None:
+def test_a_recorded_failure_with_personal_data_in_its_message_reproduces(
+    tmp_path: Path, provider: TracerProvider
+) -> None:
     directory = tmp_path / "traces"
     spanreplay.configure(trace_dir=directory, tracer_provider=provider, strict=True)
 
