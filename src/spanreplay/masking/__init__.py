@@ -25,7 +25,7 @@ key it becomes ``<email>``. See docs/masking.md.
 from __future__ import annotations
 
 from ._config import KEY_ENV, MaskingConfig
-from ._detectors import BUILTIN_DETECTORS, Detector, RegexDetector, builtin_detectors
+from ._detectors import BUILTIN_DETECTORS, Detector, Pattern, RegexDetector, after, before, builtin_detectors
 from ._engine import hyperscan_available
 from ._pipeline import Masker, MaskingSession, MaskResult, format_path, masker_for
 from ._pseudonyms import is_placeholder
@@ -42,7 +42,10 @@ __all__ = [
     "MaskingConfig",
     "MaskingSession",
     "PathRule",
+    "Pattern",
     "RegexDetector",
+    "after",
+    "before",
     "builtin_detectors",
     "drop",
     "format_path",
