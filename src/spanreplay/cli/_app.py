@@ -20,6 +20,7 @@ from ._common import (
     error_console,
     warn,
 )
+from ._convert import convert_command
 from ._db import db_command
 from ._demo import demo_command
 from ._export import export_command
@@ -108,6 +109,7 @@ cli.add_command(demo_command)
 cli.add_command(export_command)
 cli.add_command(prune_command)
 cli.add_command(db_command)
+cli.add_command(convert_command)
 
 
 def main() -> None:
