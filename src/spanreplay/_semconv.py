@@ -87,6 +87,10 @@ SERVER_PORT: Final = "server.port"
 HTTP_RESPONSE_STATUS_CODE: Final = "http.response.status_code"
 # The Anthropic API's request id (the request-id response header), as the SDK's own spans name it.
 ANTHROPIC_REQUEST_ID: Final = "anthropic.request.id"
+# Usage the conventions have no name for, which the price depends on: cache writes
+# to the 1-hour cache (of the cache_write tokens), and the service tier ("batch": half price).
+ANTHROPIC_USAGE_CACHE_WRITE_1H_INPUT_TOKENS: Final = "anthropic.usage.cache_creation.ephemeral_1h_input_tokens"
+ANTHROPIC_USAGE_SERVICE_TIER: Final = "anthropic.usage.service_tier"
 PROVIDER_ANTHROPIC: Final = "anthropic"
 OPERATION_COUNT_TOKENS: Final = "count_tokens"
 

@@ -13,7 +13,7 @@ from typing import Any
 import orjson
 
 from ... import _semconv as sc
-from ._prices import cost_usd
+from ...cost._prices import Usage, cost_usd
 
 __all__ = ["capture_content", "finish_reason", "request_attributes", "response_attributes", "summarize_events"]
 
@@ -118,8 +118,16 @@ def usage_attributes(usage: Mapping[str, Any], model: str | None) -> dict[str, A
         sc.GEN_AI_USAGE_CACHE_WRITE_INPUT_TOKENS: written,
         sc.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS: written,
     }
+    tokens = Usage.from_api(usage)
+    # What the conventions have no name for but the price depends on: 1-hour cache
+    # writes cost more than 5-minute ones, and batch usage costs half.
+    if tokens.cache_write_1h:
+        attributes[sc.ANTHROPIC_USAGE_CACHE_WRITE_1H_INPUT_TOKENS] = tokens.cache_write_1h
+    tier = usage.get("service_tier")
+    if isinstance(tier, str):
+        attributes[sc.ANTHROPIC_USAGE_SERVICE_TIER] = tier
     if model:
-        cost = cost_usd(model, usage)
+        cost = cost_usd(model, tokens)
         if cost is not None:
             attributes[sc.GEN_AI_USAGE_COST] = round(cost, 10)
     return attributes
