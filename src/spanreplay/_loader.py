@@ -253,8 +253,10 @@ def _build(run_id: str, spans: Iterable[SpanRecord], source: Source) -> EventLog
         else:
             raise TraceFormatError(
                 f"Run {run_id} in {name} is missing the spans at seq {listed} of {last}, lost on the way (an "
-                "exporter dropped them, or a file of the run is missing); load the run's own trace file from "
-                f"the recording machine, or every file the Collector exported{_damage(source)}.",
+                "exporter dropped them, a file of the run is missing, or the OpenTelemetry SDK's attribute "
+                "count limit evicted their run id: raise OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT, default 128); load "
+                "the run's own trace file from the recording machine, or every file the Collector "
+                f"exported{_damage(source)}.",
                 source=name,
             )
     return EventLog(info, tuple(event for event, _ in by_seq.values()))
