@@ -158,7 +158,7 @@ class Pattern:
     def __repr__(self) -> str:
         return f"Pattern({self.regex.pattern!r})"
 
-    def spans(self, text: str, windows: Sequence[Window] | None = None) -> Iterator[Span]:
+    def spans(self, text: str, windows: Sequence[Window] | None = None) -> list[Span]:
         """The hits in ``text``; with ``windows`` (sorted, apart), only those inside them.
 
         Windows built from the prefilter matches widened by ``reach`` give exactly
@@ -174,6 +174,7 @@ class Pattern:
         n = len(text)
         reach = self.reach or 0
         last = 0
+        found: list[Span] = []
         for a, b in windows if windows is not None else ((0, n),):
             pos = a if a > last else last
             while pos < b:
@@ -194,8 +195,9 @@ class Pattern:
                 if span is None:
                     pos = match.start() + 1
                     continue
-                yield span
+                found.append(span)
                 last = pos = match.end()
+        return found
 
 
 def _identity(text: str) -> str:
@@ -267,21 +269,28 @@ class RegexDetector:
     def __repr__(self) -> str:
         return f"RegexDetector({self.name!r}, {[p.regex.pattern for p in self.patterns]!r})"
 
-    def __call__(self, text: str) -> Iterator[Span]:
+    def __call__(self, text: str) -> list[Span]:
+        found: list[Span] = []
         for pattern in self.patterns:
             if pattern.literals and not any(lit in text for lit in pattern.literals):
                 continue
-            yield from pattern.spans(text)
+            found += pattern.spans(text)
+        return found
 
-    def locate(self, text: str, windows: Sequence[Sequence[Window] | None]) -> Iterator[Span]:
+    def locate(self, text: str, windows: Sequence[Sequence[Window] | None]) -> list[Span]:
         """The same findings as ``self(text)``, given each pattern's windows (None: scan it all)."""
+        if len(windows) == 1:
+            (only,) = windows
+            return self(text) if only is None else self.patterns[0].spans(text, only) if only else []
+        found: list[Span] = []
         for pattern, pattern_windows in zip(self.patterns, windows, strict=True):
             if pattern_windows is None:
                 if pattern.literals and not any(lit in text for lit in pattern.literals):
                     continue
-                yield from pattern.spans(text)
+                found += pattern.spans(text)
             elif pattern_windows:
-                yield from pattern.spans(text, pattern_windows)
+                found += pattern.spans(text, pattern_windows)
+        return found
 
     def normalize(self, found: str) -> str:
         return self._normalize(found)

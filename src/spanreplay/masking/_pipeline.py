@@ -385,9 +385,16 @@ class _Walk:
         self.fired.append((self.order if order is None else order, tuple(self.path if path is None else path), rule))
 
     def fired_paths(self) -> tuple[tuple[str, str], ...]:
-        out: dict[tuple[str, str], None] = {}
+        seen: dict[tuple[Path, str], None] = {}
         for _, path, rule in sorted(self.fired, key=lambda f: f[0]):
-            out[(format_path(path), rule)] = None
+            seen[(path, rule)] = None
+        formatted: dict[Path, str] = {}
+        out = []
+        for path, rule in seen:
+            text = formatted.get(path)
+            if text is None:
+                text = formatted[path] = format_path(path)
+            out.append((text, rule))
         return tuple(out)
 
     # -- path rules --------------------------------------------------------------------
