@@ -44,11 +44,12 @@ SIZE = 40_000
 GOAL_CLEAN_MBS = 200.0
 GOAL_DENSE_MBS = 50.0
 
-WORDS = (
+_PROSE = (
     "the customer asked about their order status and we replied with tracking details please wait "
     "while i check the system for updates regarding the refund policy shipment warehouse invoice "
     "account subscription renewal discount delivery address changed yesterday morning"
-).split()
+)
+WORDS = tuple(_PROSE.split())
 
 
 def _filler(rng: random.Random) -> str:
@@ -58,7 +59,8 @@ def _filler(rng: random.Random) -> str:
     if roll < 0.06:
         return f"${rng.randint(1, 999)}.{rng.randint(0, 99):02d}"
     if roll < 0.08:
-        return f"2024-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}T{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}:00Z"
+        day = f"2024-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}"
+        return f"{day}T{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}:00Z"
     if roll < 0.09:
         return f"v{rng.randint(0, 9)}.{rng.randint(0, 20)}.{rng.randint(0, 9)}"
     if roll < 0.10:
@@ -239,8 +241,9 @@ def measure(*, loops: int, repeats: int) -> list[Figure]:
     figures: list[Figure] = []
     for label, payload in payloads.items():
         size = len(orjson.dumps(payload))
-        results = {name: m.mask("model", "bench", payload).value for name, m in engines.items()}
-        assert len({orjson.dumps(r) for r in results.values()}) == 1, "the engines disagree"
+        results = {name: m.mask("model", "bench", payload) for name, m in engines.items()}
+        assert len({orjson.dumps(r.value) for r in results.values()}) == 1, "the engines disagree"
+        findings = len(re.findall(r"<[a-z_0-9]+(?::[0-9a-f]{8})?>", orjson.dumps(results["python"].value).decode()))
         cases: dict[str, Case] = {"re": _timed(lambda p=payload: baseline_mask(p), loops)}
         for name, masker in engines.items():
             cases[name] = _timed(lambda m=masker, p=payload: m.mask("model", "bench", p), loops)
@@ -258,7 +261,7 @@ def measure(*, loops: int, repeats: int) -> list[Figure]:
                     "MB/s",
                     goal=f">= {goal:g} MB/s" if label != "records" else "",
                     met=ours >= goal if label != "records" else None,
-                    note=f"{median(ratios):.1f}x plain re; " + noise(rates[name]),
+                    note=f"{median(ratios):.1f}x plain re; {findings} findings; " + noise(rates[name]),
                 )
             )
         figures.append(
@@ -271,35 +274,33 @@ def measure(*, loops: int, repeats: int) -> list[Figure]:
             )
         )
 
-    best = engines.get("hyperscan", engines["python"])
     for label, text in ADVERSARIAL.items():
         payload = {"text": text}
-        ns = interleaved(
-            {"m": _timed(lambda p=payload: best.mask("tool", "bench", p), 3)}, repeats=max(3, repeats // 4)
-        )
-        figures.append(
-            Figure(
-                NAME,
-                f"adversarial 40 KB: {label}",
-                median(ns["m"]) / 1e6,
-                "ms",
-                goal="linear",
-                note=f"{best.gate.name} engine; " + noise([n / 1e6 for n in ns["m"]]),
+        cases = {name: _timed(lambda m=m, p=payload: m.mask("tool", "bench", p), 3) for name, m in engines.items()}
+        samples = interleaved(cases, repeats=max(3, repeats // 4))
+        for name in engines:
+            ms = [n / 1e6 for n in samples[name]]
+            figures.append(
+                Figure(
+                    NAME, f"adversarial 40 KB {label}, {name} engine", median(ms), "ms", goal="linear", note=noise(ms)
+                )
             )
-        )
-    for label in ("hex run", "digit run", "'a.' repeated"):
+    # The baseline backtracks quadratically on some of these: one run on a 10 KB
+    # slice (a 40 KB run takes about 16 times as long).
+    for label in ("hex run", "'a.' repeated", "digit run"):
         start = time.perf_counter_ns()
-        baseline_mask({"text": ADVERSARIAL[label]})
+        baseline_mask({"text": ADVERSARIAL[label][: SIZE // 4]})
         figures.append(
             Figure(
                 NAME,
-                f"adversarial 40 KB: {label}, plain re",
+                f"adversarial 10 KB {label}, plain re",
                 (time.perf_counter_ns() - start) / 1e6,
                 "ms",
                 note="baseline, one run",
             )
         )
 
+    best = engines.get("hyperscan", engines["python"])
     figures.extend(_turns(best, turns=60))
     return figures
 

@@ -203,12 +203,19 @@ class HyperscanGate:
         # Per text, per (detector, pattern): the prefilter matches, in text offsets.
         found: list[dict[tuple[int, int], list[Window]]] = [{} for _ in texts]
         targets = self._targets
+        locate = bisect.bisect_right
         for pattern_id, start, end in hits:
             # A boundary in the prefilter may take the separator before the text,
             # never the one after the match's last character.
-            k = bisect.bisect_right(starts, end - 1) - 1
+            k = locate(starts, end - 1) - 1
             base = starts[k]
-            found[k].setdefault(targets[pattern_id], []).append((start - base, end - base))
+            mine = found[k]
+            target = targets[pattern_id]
+            window = (start - base, end - base)
+            if target in mine:
+                mine[target].append(window)
+            else:
+                mine[target] = [window]
         wanted = set(among)
         minimum = self._min
         out: list[Located] = []

@@ -78,15 +78,31 @@ def format_path(segments: Sequence[Segment]) -> str:
     """``("orders", 0, "customer", "e-mail")`` -> ``orders[0].customer["e-mail"]``; ``()`` -> ``$``."""
     if not segments:
         return "$"
-    parts: list[str] = []
-    for segment in segments:
-        if isinstance(segment, int) and not isinstance(segment, bool):
-            parts.append(f"[{segment}]")
-        elif isinstance(segment, str) and _IDENTIFIER.fullmatch(segment):
-            parts.append(f".{segment}" if parts else segment)
-        else:
-            parts.append(f"[{orjson.dumps(str(segment)).decode()}]")
+    parts = [_segment_text(segment) for segment in segments]
+    first = parts[0]
+    if first[0] == ".":
+        parts[0] = first[1:]
     return "".join(parts)
+
+
+_SEGMENTS: dict[Segment, str] = {}
+
+
+def _segment_text(segment: Segment) -> str:
+    """``.name``, ``[3]`` or ``["odd key"]``; remembered, since the same keys recur."""
+    kind = type(segment)
+    # Only str and int keys are remembered: True == 1 == 1.0 share one dict slot.
+    text = _SEGMENTS.get(segment) if kind is str or kind is int else None
+    if text is None:
+        if kind is int:
+            text = f"[{segment}]"
+        elif kind is str and _IDENTIFIER.fullmatch(str(segment)):
+            text = f".{segment}"
+        else:
+            text = f"[{orjson.dumps(str(segment)).decode()}]"
+        if (kind is int or (kind is str and len(str(segment)) <= 64)) and len(_SEGMENTS) < 8192:
+            _SEGMENTS[segment] = text
+    return text
 
 
 Scanned = tuple[str, tuple[str, ...]]  # the masked text, the names of the detectors that fired
