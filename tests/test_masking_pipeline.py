@@ -18,6 +18,7 @@ from spanreplay.masking import (
     FieldNames,
     Masker,
     MaskingConfig,
+    RegexDetector,
     drop,
     format_path,
     hyperscan_available,
@@ -391,3 +392,14 @@ def test_bad_configuration_is_refused_with_the_fix() -> None:
         transform("a", None)  # type: ignore[arg-type]
     with pytest.raises(ConfigurationError, match="cannot be read"):
         mask("a[")
+    with pytest.raises(ConfigurationError, match="no prefilter to reach from"):
+        RegexDetector("x", r"x", reach=3)
+
+
+@needs_hyperscan
+def test_a_prefilter_hyperscan_cannot_compile_is_refused_with_the_fix() -> None:
+    detector = RegexDetector("x", r"a", prefilter=r"(?<=b)a")
+    with pytest.raises(ConfigurationError, match=r"no lookarounds.*engine='python'"):
+        Masker(MaskingConfig(extra_detectors=[detector], engine="hyperscan"))
+    # The pure-Python engine never compiles prefilters.
+    assert Masker(MaskingConfig(extra_detectors=[detector], engine="python")).scan_text("ba") == ("b<x>", ("x",))

@@ -146,7 +146,8 @@ class Pattern:
         self.regex = re.compile(regex, re.ASCII) if isinstance(regex, str) else regex
         if reach is not None and (prefilter is None or reach < 1):
             raise ConfigurationError(
-                f"Pattern {self.regex.pattern!r} has reach={reach} without a prefilter to reach from."
+                f"Pattern {self.regex.pattern!r} has reach={reach} but no prefilter to reach from; give "
+                "prefilter= too, or leave reach out (the pattern then scans whole texts)."
             )
         self.prefilter = prefilter
         self.reach = reach

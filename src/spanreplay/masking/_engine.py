@@ -18,11 +18,14 @@ masked result is the same whichever gate runs (a test holds them to that):
 from __future__ import annotations
 
 import bisect
+import importlib
+import importlib.util
 import itertools
 import threading
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+from ..errors import ConfigurationError
 from ._detectors import Detector, Pattern, RegexDetector, Window
 
 __all__ = ["Gate", "HyperscanGate", "Located", "PythonGate", "hyperscan_available", "make_gate"]
@@ -97,8 +100,8 @@ class HyperscanGate:
     def __init__(
         self, detectors: Sequence[Detector], field_words: Sequence[str], field_patterns: Sequence[str]
     ) -> None:
-        import hyperscan
-
+        # Imported by name: hyperscan is optional, and the pure-Python gate serves without it.
+        hyperscan: Any = importlib.import_module("hyperscan")
         self._hs = hyperscan
         self._python = PythonGate(detectors, field_words)
         self._detectors = tuple(detectors)
@@ -259,12 +262,8 @@ def _windows(matches: list[Window], reach: int, n: int) -> list[Window]:
 
 
 def hyperscan_available() -> bool:
-    """True when the ``hyperscan`` package can be imported on this machine."""
-    try:
-        import hyperscan  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    """True when the ``hyperscan`` package is installed on this machine."""
+    return importlib.util.find_spec("hyperscan") is not None
 
 
 def make_gate(
@@ -273,4 +272,15 @@ def make_gate(
     """The gate for ``engine``: ``"auto"`` (hyperscan when installed), ``"hyperscan"`` or ``"python"``."""
     if engine == "python" or (engine == "auto" and not hyperscan_available()):
         return PythonGate(detectors, field_words)
-    return HyperscanGate(detectors, field_words, field_patterns)
+    if not hyperscan_available():
+        raise ConfigurationError(
+            "MaskingConfig(engine='hyperscan') needs the hyperscan package, which is not installed; "
+            "pip install hyperscan, or use engine='auto' to fall back to the pure-Python engine."
+        )
+    try:
+        return HyperscanGate(detectors, field_words, field_patterns)
+    except Exception as exc:  # hyperscan.error: a prefilter it cannot compile
+        raise ConfigurationError(
+            f"A detector's prefilter cannot be compiled by hyperscan ({exc}); fix the prefilter "
+            "(no lookarounds, no backreferences), or use MaskingConfig(engine='python')."
+        ) from exc
