@@ -12,14 +12,14 @@ from typing import TYPE_CHECKING, Any
 
 from opentelemetry import trace
 from opentelemetry.context import Context
-from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 
 from . import _semconv as sc
 from ._context import current_run_id
 from .errors import ConfigurationError
 from .exporters._file import DurableFileSpanProcessor
+from .exporters._otlp import OtlpSpanProcessor, build_exporter
+from .exporters._otlp import resource as otlp_resource
 from .exporters._otlp_json import attributes_of
 from .masking import Masker, MaskingConfig, masker_for
 
@@ -55,7 +55,7 @@ class Settings:
     provider: TracerProvider
     tracer: trace.Tracer
     file_processor: DurableFileSpanProcessor | None
-    otlp_processor: SpanProcessor | None
+    otlp_processor: OtlpSpanProcessor | None
     strict: bool
     postgres_processor: PostgresSpanProcessor | None = None
     masker: Masker | None = None
@@ -72,7 +72,7 @@ class _Attached:
 
     owned: bool
     file_processor: DurableFileSpanProcessor | None = None
-    otlp_processor: SpanProcessor | None = None
+    otlp_processor: OtlpSpanProcessor | None = None
     postgres_processor: PostgresSpanProcessor | None = None
 
 
@@ -105,7 +105,8 @@ def configure(
       then go through the application's own exporters too, with its resource.
       Call ``configure()`` after the application set its provider.
     - Otherwise spanreplay creates an SDK provider (``service.name`` from
-      ``service_name``, ``OTEL_SERVICE_NAME`` or ``"agent"``) and makes it global.
+      ``service_name``, ``OTEL_SERVICE_NAME``, ``OTEL_RESOURCE_ATTRIBUTES`` or ``"agent"``)
+      and makes it global.
 
     Calling ``configure()`` again never adds a processor twice: the processors it
     added to a provider before are retargeted (a new ``trace_dir``), silenced
@@ -231,9 +232,7 @@ def _provider(
     current = trace.get_tracer_provider()
     if isinstance(current, TracerProvider):
         return current, False
-    attributes: dict[str, Any] = {SERVICE_NAME: service_name or os.environ.get("OTEL_SERVICE_NAME") or "agent"}
-    attributes.update(extra or {})
-    provider = TracerProvider(resource=Resource.create(attributes))
+    provider = TracerProvider(resource=otlp_resource(service_name, extra))
     trace.set_tracer_provider(provider)
     if trace.get_tracer_provider() is not provider:
         # Another provider won the race to be global; keep ours private rather than fail.
@@ -259,34 +258,13 @@ def _otlp_requested() -> bool:
     return bool(os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT"))
 
 
-def _otlp_processor(provider: TracerProvider, strict: bool) -> SpanProcessor | None:
+def _otlp_processor(provider: TracerProvider, strict: bool) -> OtlpSpanProcessor | None:
     try:
-        exporter = _otlp_exporter()
+        processor = OtlpSpanProcessor(build_exporter())
     except Exception:
         if strict:
             raise
         logger.exception("spanreplay could not set up the OTLP exporter; recording to the trace files only")
         return None
-    processor = BatchSpanProcessor(exporter)
     provider.add_span_processor(processor)
     return processor
-
-
-def _otlp_exporter() -> SpanExporter:
-    protocol = (
-        os.environ.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
-        or os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL")
-        or "http/protobuf"
-    )
-    if protocol == "grpc":
-        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcExporter
-
-        return GrpcExporter()
-    if protocol == "http/protobuf":
-        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpExporter
-
-        return HttpExporter()
-    raise ConfigurationError(
-        f"OTEL_EXPORTER_OTLP_PROTOCOL={protocol!r} is not a protocol the OpenTelemetry Python exporter "
-        "speaks; set it to 'grpc' or 'http/protobuf'."
-    )
