@@ -8,7 +8,10 @@ sends. Replays load the trace file written by the recording.
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -297,3 +300,22 @@ def test_any_chain_of_masked_emails_replays(addresses: list[str]) -> None:
             provider.shutdown()
     assert replaying.outcome == "completed"
     assert not any(a.encode() in e.input_json or a.encode() in (e.output_json or b"") for e in log for a in addresses)
+
+
+def test_spanreplay_show_says_which_paths_were_masked_by_which_rule(tmp_path: Path, provider: TracerProvider) -> None:
+    directory = tmp_path / "traces"
+    spanreplay.configure(trace_dir=directory, tracer_provider=provider, strict=True)
+    with spanreplay.record(agent="masking") as run:
+        spanreplay.boundary("tool", "lookup", {"token": "t0k3n"}, lambda: {"contact": "jane@example.com"})
+    show = [sys.executable, "-m", "spanreplay.cli", "show", str(directory), run.run_id, "--seq", "1"]
+    as_json = subprocess.run([*show, "--json"], capture_output=True, text=True, check=True, timeout=60)
+    assert orjson.loads(as_json.stdout)["masked"] == {
+        "input": [{"path": "token", "rule": "field:token"}],
+        "output": [{"path": "contact", "rule": "email"}],
+    }
+    printed = subprocess.run(
+        show, capture_output=True, text=True, check=True, timeout=60, env={**os.environ, "COLUMNS": "200"}
+    )
+    assert "masked in the input: token (field:token)" in printed.stdout
+    assert "masked in the output: contact (email)" in printed.stdout
+    assert "jane@example.com" not in printed.stdout + as_json.stdout

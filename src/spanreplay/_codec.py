@@ -379,7 +379,8 @@ def span_to_event(span: SpanRecord) -> Event:
             found_size=0,
             source=span.origin,
         )
-    extra = {k: v for k, v in attrs.items() if not k.startswith("spanreplay.")}
+    # What masking changed (spanreplay.input.masked, ...) stays beside the span's own attributes.
+    extra = {k: v for k, v in attrs.items() if not k.startswith("spanreplay.") or k.endswith(sc.MASKED_SUFFIX)}
     return Event(
         run_id=run_id,
         seq=seq,

@@ -6,11 +6,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 import click
+import orjson
 from rich.console import Console
 from rich.json import JSON
 from rich.table import Table
 from rich.text import Text
 
+from .. import _semconv as sc
 from .._events import ErrorInfo, Event, EventLog, RunInfo
 from .._loader import load
 from ._common import (
@@ -101,7 +103,21 @@ def step_dict(event: Event) -> dict[str, Any]:
         "input": event.input,
         "output": event.output,
         "error": error_dict(event.error),
+        "masked": masked_dict(event),
     }
+
+
+def masked_dict(event: Event) -> dict[str, list[dict[str, str]]]:
+    """Where masking changed each payload, and by which rule: ``{"input": [{"path", "rule"}], ...}``."""
+    out: dict[str, list[dict[str, str]]] = {}
+    for part, name in (("input", sc.INPUT), ("output", sc.OUTPUT), ("error", sc.ERROR)):
+        raw = event.attributes.get(name + sc.MASKED_SUFFIX)
+        if isinstance(raw, str):
+            try:
+                out[part] = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                continue
+    return out
 
 
 def _print_run(log: EventLog) -> None:
@@ -211,3 +227,6 @@ def _print_step(event: Event) -> None:
     else:
         out.print(Text("output:", style="bold"))
         out.print(JSON.from_data(event.output))
+    for part, places in masked_dict(event).items():
+        listed = ", ".join(f"{p.get('path')} ({p.get('rule')})" for p in places if isinstance(p, dict))
+        out.print(Text.assemble((f"masked in the {part}: ", "bold"), listed))
