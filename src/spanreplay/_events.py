@@ -114,6 +114,14 @@ class RunSummary:
     start_ns: int
     end_ns: int
     service_name: str = ""
+    # The run's model calls, their tokens and US dollars, from the spans' usage
+    # attributes priced by spanreplay.cost (what spanreplay cost --by run shows).
+    model_calls: int = 0
+    tokens: int = 0
+    usd: float = 0.0
+    # Calls left out of usd: no price for their model, or no usage on their span.
+    unpriced_calls: int = 0
+    calls_without_usage: int = 0
 
     @property
     def started(self) -> datetime | None:
@@ -137,6 +145,11 @@ class RunSummary:
             "service_name": self.service_name,
             "started": started.isoformat() if started else None,
             "duration_s": self.duration_s,
+            "model_calls": self.model_calls,
+            "tokens": self.tokens,
+            "usd": round(self.usd, 10),
+            "unpriced_calls": self.unpriced_calls,
+            "calls_without_usage": self.calls_without_usage,
         }
 
 

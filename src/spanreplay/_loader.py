@@ -49,19 +49,26 @@ def runs(source: Source) -> list[RunSummary]:
     Raises:
         TraceFormatError: the source cannot be read (the message names the file and line).
     """
+    # Each run's model calls, tokens and USD, from the same spans read once (spanreplay.cost).
+    from .cost._calls import CallCollector, read_calls
+    from .cost._runs import with_costs
+
+    name = os.fspath(source)
     if _is_postgres(source):  # keep: Postgres sources (spanreplay.postgres, tests/test_postgres.py)
         from .postgres import runs as postgres_runs
 
-        return postgres_runs(os.fspath(source))
-    if _backends.is_backend(os.fspath(source)):
-        backend = _backends.parse(os.fspath(source))
-        return _summaries(_backends.search_spans(backend, sc.RUN_STATUS, (sc.RUN_STATUS_OK, sc.RUN_STATUS_ERROR)))
-    found = _summaries(iter_spans(source, contains=_RUN_MARKER))
-    if not found and os.fspath(source) != STDIN:
+        return with_costs(postgres_runs(name), read_calls(name).calls)
+    calls = CallCollector()
+    if _backends.is_backend(name):
+        backend = _backends.parse(name)
+        spans = _backends.search_spans(backend, sc.RUN_STATUS, (sc.RUN_STATUS_OK, sc.RUN_STATUS_ERROR))
+        return with_costs(_summaries(calls.passing(spans)), calls.result(name).calls)
+    found = _summaries(calls.passing(iter_spans(source, contains=_RUN_MARKER)))
+    if not found and name != STDIN:
         # Lines without a run id were skipped unread; with no run found, make sure
         # that is because the source holds none, not because its lines are broken.
         _validate(source)
-    return found
+    return with_costs(found, calls.result(name).calls)
 
 
 def load(source: Source, run_id: str | None = None) -> EventLog:

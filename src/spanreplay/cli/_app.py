@@ -21,6 +21,7 @@ from ._common import (
     warn,
 )
 from ._convert import convert_command
+from ._cost import cost_command
 from ._db import db_command
 from ._demo import demo_command
 from ._export import export_command
@@ -94,6 +95,7 @@ def cli(ctx: click.Context, debug: bool) -> None:
     spanreplay runs traces/                       the recorded runs, with status and error
     spanreplay show traces/ RUN                   one run, step by step
     spanreplay replay traces/ RUN --entry m:main  run the agent code against the recording
+    spanreplay cost traces/ --by month            tokens and USD per agent, the runs that burned too much
 
     Exit codes: 0 ok, 2 bad input (an unreadable source, an unknown run, a bad
     option), 4 a bug in spanreplay itself; replay adds 1 (failure reproduced)
@@ -109,6 +111,7 @@ cli.add_command(demo_command)
 cli.add_command(export_command)
 cli.add_command(prune_command)
 cli.add_command(db_command)
+cli.add_command(cost_command)
 cli.add_command(convert_command)
 
 

@@ -104,6 +104,21 @@ def format_duration(seconds: float | None) -> str:
     return f"{seconds:.2f} s"
 
 
+def format_usd(usd: float, *, incomplete: bool = False) -> str:
+    """``$0.1234`` (``$0.000297`` below a cent); ``*`` marks a sum that leaves some calls out."""
+    text = f"${usd:,.4f}" if usd >= 0.01 or usd == 0 else f"${usd:.6f}"
+    return text + ("*" if incomplete else "")
+
+
+def _run_usd(run: RunSummary) -> str:
+    unknown = run.unpriced_calls + run.calls_without_usage
+    if not run.model_calls:
+        return "-"
+    if unknown == run.model_calls:
+        return "?"  # no call of the run could be priced: not the same as free
+    return format_usd(run.usd, incomplete=bool(unknown))
+
+
 def preview(text: str, limit: int = 48) -> str:
     """One line of at most ``limit`` characters."""
     flat = " ".join(text.split())
@@ -134,21 +149,27 @@ def print_runs(out: Console, found: list[RunSummary]) -> None:
             str(run.steps),
             format_time(run.started),
             format_duration(run.duration_s),
+            f"{run.model_calls:,}",
+            f"{run.tokens:,}",
+            _run_usd(run),
         ]
         for run in found
     ]
-    headers = ["run id", "agent", "status", "steps", "started", "duration"]
+    headers = ["run id", "agent", "status", "steps", "started", "duration", "model calls", "tokens", "USD"]
     room = flexible_width(out.width, [headers, *rows], 1, cap=120)
     if room < MIN_PREVIEW:
         for run, row in zip(found, rows, strict=True):
             out.print(Text.assemble((run.run_id, "bold"), "  ", status_text(run.status), f"  {run.steps} steps"))
             out.print(f"  {row[1]}, started {row[4]}, took {row[5]}", markup=False)
+            if run.model_calls:
+                out.print(f"  {row[6]} model calls, {row[7]} tokens, {row[8]}", markup=False)
             if run.error:
                 out.print(Text.assemble("  ", (run.error, "red")))
         return
     table = Table(show_edge=False, header_style="bold")
     for header in headers:
-        table.add_column(header, no_wrap=True, justify="right" if header in ("steps", "duration") else "left")
+        right = header in ("steps", "duration", "model calls", "tokens", "USD")
+        table.add_column(header, no_wrap=True, justify="right" if right else "left")
     table.add_column("error", no_wrap=True)
     for run, row in zip(found, rows, strict=True):
         table.add_row(*row[:2], status_text(run.status), *row[3:], Text(preview(run.error or "", room), style="red"))

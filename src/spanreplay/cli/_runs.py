@@ -12,7 +12,7 @@ from ._common import console, print_json, print_runs
 @click.argument("source")
 @click.option("--json", "as_json", is_flag=True, help="Print the runs as a JSON array, for scripts.")
 def runs_command(source: str, as_json: bool) -> None:
-    """List the spanreplay runs in SOURCE, oldest first.
+    """List the spanreplay runs in SOURCE, oldest first, with their model calls, tokens and USD.
 
     SOURCE is a trace file, a directory (searched recursively), a quoted glob,
     or - for stdin: the durable files under ./traces, the OpenTelemetry
@@ -29,3 +29,9 @@ def runs_command(source: str, as_json: bool) -> None:
     print_runs(out, found)
     failed = sum(1 for run in found if run.status != "ok")
     out.print(f"{len(found)} run(s), {failed} not ok", markup=False)
+    if any(run.unpriced_calls or run.calls_without_usage for run in found):
+        out.print(
+            "USD: * leaves out, ? is all of, the calls to models without a price or without usage on their spans; "
+            f"spanreplay cost {source} --by run says which.",
+            markup=False,
+        )

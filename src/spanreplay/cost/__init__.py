@@ -10,6 +10,8 @@ user file. See docs/cost.md.
 
 from __future__ import annotations
 
+from ._calls import CallSource, ModelCall, RunFacts, read_calls
+from ._outliers import DEFAULT_FACTOR, Cause, Outlier, find_outliers
 from ._prices import (
     PRICES_ENV,
     LongPrompt,
@@ -24,18 +26,36 @@ from ._prices import (
     prices,
     set_prices,
 )
+from ._summary import CostReport, summarize
+from ._totals import GROUPINGS, Group, PricedCall, Totals, price_calls, run_totals
 
 __all__ = [
+    "DEFAULT_FACTOR",
+    "GROUPINGS",
     "PRICES_ENV",
+    "CallSource",
+    "Cause",
+    "CostReport",
+    "Group",
     "LongPrompt",
+    "ModelCall",
     "ModelPrice",
+    "Outlier",
     "PriceTable",
+    "PricedCall",
+    "RunFacts",
+    "Totals",
     "Usage",
     "builtin_prices",
     "cost_usd",
+    "find_outliers",
     "load_prices",
     "model_key",
+    "price_calls",
     "price_table",
     "prices",
+    "read_calls",
+    "run_totals",
     "set_prices",
+    "summarize",
 ]

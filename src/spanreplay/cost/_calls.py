@@ -1,0 +1,383 @@
+"""The model calls a source holds, with their runs: what cost attribution adds up.
+
+A model call is a spanreplay model boundary (``spanreplay.kind = model``) or a
+span of another instrumentation that looks like one (``gen_ai.operation.name``
+``chat``, ``text_completion`` or ``generate_content``, or GenAI usage
+attributes). Its tokens come from the span's own usage attributes; a call
+without them (an older or foreign instrumentation, a call that failed before
+an answer) is kept, with unknown tokens, never dropped. A foreign span nested
+under a spanreplay model span (the SDK's own span, kept with ``sdk_spans``) is
+the same call, counted once. Token counting calls (``count_tokens``) are free
+and left out.
+
+Files, directories and globs are read span by span through ``readers.iter_spans``;
+a Jaeger or Tempo URL gives the traces that hold a run, as ``spanreplay runs``
+finds them; a Postgres DSN is read from ``agent_runs`` and ``agent_steps`` in
+one snapshot.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Final
+
+import orjson
+
+from .. import _codec
+from .. import _semconv as sc
+from .._spans import STATUS_ERROR, SpanRecord
+from ..readers import _backends, iter_spans
+from ._prices import Usage
+
+__all__ = ["CallCollector", "CallSource", "ModelCall", "RunFacts", "read_calls"]
+
+# Operation names of model calls in the GenAI conventions (count_tokens is free: not one).
+_MODEL_OPERATIONS: Final = frozenset({"chat", "text_completion", "generate_content"})
+# The conventions' names before input/output tokens (still written by older instrumentations).
+_OLD_INPUT: Final = "gen_ai.usage.prompt_tokens"
+_OLD_OUTPUT: Final = "gen_ai.usage.completion_tokens"
+# Runs outside spanreplay are named by their trace.
+OUTSIDE_RUN_PREFIX: Final = "trace "
+
+
+@dataclass(frozen=True, slots=True)
+class RunFacts:
+    """What cost attribution needs of a run: who ran it, when, and how it ended."""
+
+    run_id: str
+    agent: str = ""
+    status: str = ""
+    start_ns: int = 0
+    trace_id: str = ""
+    # False for the calls of a trace no spanreplay run covers (named "trace <id>").
+    recorded: bool = True
+
+    @property
+    def started(self) -> datetime | None:
+        return datetime.fromtimestamp(self.start_ns / 1e9, tz=UTC) if self.start_ns else None
+
+
+@dataclass(frozen=True, slots=True)
+class ModelCall:
+    """One model call and the tokens its span says it used (None: the span does not say)."""
+
+    run_id: str
+    seq: int | None
+    model: str
+    start_ns: int
+    usage: Usage | None
+    failed: bool = False
+    # The sha256 of the recorded (masked) input: equal digests are the same request.
+    input_digest: str | None = None
+    # gen_ai.usage.cost as recorded, priced by whoever recorded the span.
+    recorded_cost: float | None = None
+    trace_id: str = ""
+    span_id: str = ""
+
+    @property
+    def started(self) -> datetime | None:
+        return datetime.fromtimestamp(self.start_ns / 1e9, tz=UTC) if self.start_ns else None
+
+
+@dataclass(frozen=True, slots=True)
+class CallSource:
+    """Every model call of a source, and the runs they belong to."""
+
+    name: str
+    runs: Mapping[str, RunFacts]
+    calls: tuple[ModelCall, ...]
+
+
+def read_calls(source: str | os.PathLike[str]) -> CallSource:
+    """The model calls and runs of a trace source (file, directory, glob, ``-``, backend URL or DSN).
+
+    Raises:
+        TraceFormatError: the source cannot be read (the message names the file and line).
+        PostgresError: the database cannot be read.
+    """
+    name = os.fspath(source)
+    if name.startswith(("postgresql://", "postgres://")):
+        return _from_postgres(name)
+    if _backends.is_backend(name):
+        # The traces that hold a run that ended, as spanreplay runs lists them (model spans and all).
+        statuses = (sc.RUN_STATUS_OK, sc.RUN_STATUS_ERROR)
+        return _from_spans(name, _backends.search_spans(_backends.parse(name), sc.RUN_STATUS, statuses))
+    return _from_spans(name, iter_spans(name))
+
+
+# --- spans -------------------------------------------------------------------------------
+
+
+def _from_spans(name: str, spans: Iterable[SpanRecord]) -> CallSource:
+    collector = CallCollector()
+    for span in spans:
+        collector.add(span)
+    return collector.result(name)
+
+
+class CallCollector:
+    """Takes spans one at a time (as a reader streams them) and keeps what cost needs.
+
+    ``passing(spans)`` lets another consumer of the same stream (``runs()``)
+    read it once for both.
+    """
+
+    def __init__(self) -> None:
+        self._roots: dict[str, SpanRecord] = {}
+        # Every span's parent, run and whether it is a spanreplay model call: to
+        # attribute a foreign call to its run, and to see it is nested in ours.
+        self._parents: dict[tuple[str, str], tuple[str | None, str | None, bool]] = {}
+        self._candidates: dict[tuple[str, str], SpanRecord] = {}
+
+    def passing(self, spans: Iterable[SpanRecord]) -> Iterator[SpanRecord]:
+        for span in spans:
+            self.add(span)
+            yield span
+
+    def add(self, span: SpanRecord) -> None:
+        attributes = span.attributes
+        run_id = attributes.get(sc.RUN_ID)
+        run = run_id if isinstance(run_id, str) else None
+        is_model = attributes.get(sc.KIND) == sc.KIND_MODEL and sc.CALL_ID in attributes
+        self._parents[span.key] = (span.parent_span_id, run, is_model)
+        if run is not None and _codec.is_run_span(span):
+            previous = self._roots.get(run)
+            if previous is None or span.end_ns > previous.end_ns:
+                self._roots[run] = span
+            return
+        # Another instrumentation's span has no call id (inside a run it still gets the run id).
+        if is_model or (sc.CALL_ID not in attributes and _looks_like_model_call(attributes)):
+            if attributes.get(sc.GEN_AI_OPERATION_NAME) == sc.OPERATION_COUNT_TOKENS:
+                return
+            previous = self._candidates.get(span.key)
+            # An exporter retry sends a span twice: keep the copy that ended last.
+            if previous is None or span.end_ns > previous.end_ns:
+                self._candidates[span.key] = span
+
+    def result(self, name: str) -> CallSource:
+        roots = self._roots
+        runs = {run_id: _run_facts(run_id, root) for run_id, root in roots.items()}
+        calls: list[ModelCall] = []
+        for key, span in self._candidates.items():
+            run_id = span.attributes.get(sc.RUN_ID)
+            seq: int | None = None
+            if sc.CALL_ID in span.attributes and isinstance(run_id, str):
+                seq = _int(span.attributes.get(sc.SEQ))
+            else:
+                owner, inside_model_call = _owner(self._parents, key)
+                if inside_model_call:
+                    continue  # the same call as the spanreplay span around it
+                if not isinstance(run_id, str):
+                    run_id = owner or OUTSIDE_RUN_PREFIX + span.trace_id
+            if run_id not in roots:
+                # A crashed run (no root span) or a trace outside any run starts with its first call.
+                found = runs.get(run_id)
+                if found is None or (span.start_ns and span.start_ns < found.start_ns):
+                    outside = run_id.startswith(OUTSIDE_RUN_PREFIX)
+                    runs[run_id] = RunFacts(
+                        run_id=run_id,
+                        status="" if outside else sc.RUN_STATUS_CRASHED,
+                        start_ns=span.start_ns,
+                        trace_id=span.trace_id,
+                        recorded=not outside,
+                    )
+            calls.append(_call(run_id, seq, span))
+        calls.sort(key=lambda c: (c.start_ns, c.run_id, c.seq or 0))
+        return CallSource(name=name, runs=runs, calls=tuple(calls))
+
+
+def _looks_like_model_call(attributes: Mapping[str, Any]) -> bool:
+    if attributes.get(sc.GEN_AI_OPERATION_NAME) in _MODEL_OPERATIONS:
+        return True
+    return any(
+        name in attributes
+        for name in (sc.GEN_AI_USAGE_INPUT_TOKENS, sc.GEN_AI_USAGE_OUTPUT_TOKENS, _OLD_INPUT, _OLD_OUTPUT)
+    )
+
+
+def _owner(
+    parents: Mapping[tuple[str, str], tuple[str | None, str | None, bool]], key: tuple[str, str]
+) -> tuple[str | None, bool]:
+    """The run a span without a run id ran in (through its parents), and whether a
+    spanreplay model span encloses it."""
+    trace_id = key[0]
+    parent = parents[key][0]
+    seen: set[str] = set()
+    while parent and parent not in seen:
+        seen.add(parent)
+        found = parents.get((trace_id, parent))
+        if found is None:
+            return None, False
+        parent, run_id, is_model = found
+        if is_model:
+            return run_id, True
+        if run_id is not None:
+            return run_id, False
+    return None, False
+
+
+def _run_facts(run_id: str, root: SpanRecord) -> RunFacts:
+    status = root.attributes.get(sc.RUN_STATUS)
+    if not root.ended or status in (None, sc.RUN_STATUS_RUNNING):
+        status = sc.RUN_STATUS_CRASHED
+    return RunFacts(
+        run_id=run_id,
+        agent=str(root.attributes.get(sc.GEN_AI_AGENT_NAME, "")),
+        status=str(status),
+        start_ns=root.start_ns,
+        trace_id=root.trace_id,
+    )
+
+
+def _call(run_id: str, seq: int | None, span: SpanRecord) -> ModelCall:
+    attributes = span.attributes
+    digest = attributes.get(sc.INPUT + sc.SHA256_SUFFIX)
+    return ModelCall(
+        run_id=run_id,
+        seq=seq,
+        model=model_of(attributes, span.name),
+        start_ns=span.start_ns,
+        usage=usage_of(attributes),
+        failed=span.status_code == STATUS_ERROR or sc.ERROR in attributes,
+        input_digest=digest if isinstance(digest, str) else None,
+        recorded_cost=_number(attributes.get(sc.GEN_AI_USAGE_COST)),
+        trace_id=span.trace_id,
+        span_id=span.span_id,
+    )
+
+
+def model_of(attributes: Mapping[str, Any], span_name: str = "") -> str:
+    """The model that answered (the response's), else the one asked for, else the span's key or name."""
+    for name in (sc.GEN_AI_RESPONSE_MODEL, sc.GEN_AI_REQUEST_MODEL, sc.KEY):
+        value = attributes.get(name)
+        if isinstance(value, str) and value:
+            return value
+    _, _, rest = span_name.partition(" ")
+    return rest or span_name or "unknown"
+
+
+def usage_of(attributes: Mapping[str, Any]) -> Usage | None:
+    """A call's tokens from its span attributes, or None when the span names no token counts.
+
+    The conventions count cached tokens in ``gen_ai.usage.input_tokens``; an
+    instrumentation that reports fewer input tokens than cache reads and writes
+    together follows Anthropic's own split instead, and its input is taken as
+    the uncached part.
+    """
+    total = _int(attributes.get(sc.GEN_AI_USAGE_INPUT_TOKENS))
+    if total is None:
+        total = _int(attributes.get(_OLD_INPUT))
+    output = _int(attributes.get(sc.GEN_AI_USAGE_OUTPUT_TOKENS))
+    if output is None:
+        output = _int(attributes.get(_OLD_OUTPUT))
+    if total is None and output is None:
+        return None
+    read = _int(attributes.get(sc.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS)) or 0
+    written = _int(attributes.get(sc.GEN_AI_USAGE_CACHE_WRITE_INPUT_TOKENS))
+    if written is None:
+        written = _int(attributes.get(sc.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS)) or 0
+    total = total or 0
+    uncached = total - read - written if total >= read + written else total
+    written_1h = _int(attributes.get(sc.ANTHROPIC_USAGE_CACHE_WRITE_1H_INPUT_TOKENS)) or 0
+    return Usage(
+        input=uncached,
+        output=output or 0,
+        cache_read=read,
+        cache_write=written,
+        cache_write_1h=min(written_1h, written),
+        batch=attributes.get(sc.ANTHROPIC_USAGE_SERVICE_TIER) == "batch",
+    )
+
+
+def _int(value: Any) -> int | None:
+    # OTLP/JSON writes 64-bit integers as strings; readers may hand them over either way.
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return max(value, 0)
+    if isinstance(value, float) and value.is_integer():
+        return max(int(value), 0)
+    if isinstance(value, str) and value.isdecimal() and len(value) < 19:
+        return int(value)
+    return None
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
+
+
+# --- Postgres ------------------------------------------------------------------------------
+
+_RUNS_SQL: Final = "SELECT run_id, agent, status, start_ns, end_ns, span_id, trace_id FROM agent_runs"
+# md5 in the database: the payloads stay there, only their digests travel.
+_STEPS_SQL: Final = (
+    "SELECT run_id, step_number, key, start_ns, error_text IS NOT NULL, md5(input_text), attributes::text, "
+    "trace_id, span_id FROM agent_steps WHERE step_type = %s ORDER BY start_ns, run_id, step_number"
+)
+
+
+def _from_postgres(dsn: str) -> CallSource:
+    import psycopg
+
+    from ..postgres._connect import connect, failure
+    from ..postgres._rows import read_status
+
+    with connect(dsn) as conn:
+        conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
+        conn.read_only = True
+        try:
+            with conn.transaction():
+                run_rows = conn.execute(_RUNS_SQL).fetchall()
+                step_rows = conn.execute(_STEPS_SQL, (sc.KIND_MODEL,)).fetchall()
+        except psycopg.Error as exc:
+            raise failure(dsn, "read the model calls", exc) from None
+    runs: dict[str, RunFacts] = {}
+    for run_id, agent, status, start_ns, end_ns, span_id, trace_id in run_rows:
+        runs[run_id] = RunFacts(
+            run_id=run_id,
+            agent=agent if span_id is not None else "",
+            status=read_status(status, end_ns) if span_id is not None else sc.RUN_STATUS_CRASHED,
+            start_ns=start_ns or 0,
+            trace_id=trace_id or "",
+        )
+    calls = [_row_call(row) for row in step_rows]
+    return CallSource(name=dsn, runs=runs, calls=tuple(c for c in calls if c is not None))
+
+
+def _row_call(row: tuple[Any, ...]) -> ModelCall | None:
+    run_id, seq, key, start_ns, failed, digest, attributes_text, trace_id, span_id = row
+    try:
+        attributes = orjson.loads(attributes_text or "{}")
+    except orjson.JSONDecodeError:
+        attributes = {}
+    if not isinstance(attributes, dict):
+        attributes = {}
+    if attributes.get(sc.GEN_AI_OPERATION_NAME) == sc.OPERATION_COUNT_TOKENS:
+        return None
+    return ModelCall(
+        run_id=run_id,
+        seq=seq,
+        model=model_of({**attributes, sc.KEY: key}),
+        start_ns=start_ns or 0,
+        usage=usage_of(attributes),
+        failed=bool(failed),
+        input_digest=digest,
+        recorded_cost=_number(attributes.get(sc.GEN_AI_USAGE_COST)),
+        trace_id=trace_id or "",
+        span_id=span_id or "",
+    )
+
+
+def calls_by_run(calls: Iterable[ModelCall]) -> Iterator[tuple[str, list[ModelCall]]]:
+    """The calls grouped by run, each run's in seq order (start time for calls without one)."""
+    grouped: dict[str, list[ModelCall]] = {}
+    for call in calls:
+        grouped.setdefault(call.run_id, []).append(call)
+    for run_id, group in grouped.items():
+        group.sort(key=lambda c: (c.seq if c.seq is not None else 0, c.start_ns))
+        yield run_id, group
