@@ -35,7 +35,7 @@ import orjson
 
 from .._spans import SpanRecord
 from ..errors import TraceFormatError
-from ._base import Incomplete, MalformedTrace, obj
+from ._base import Incomplete, MalformedTrace
 
 SCHEMES: Final = ("jaeger+http://", "jaeger+https://", "tempo+http://", "tempo+https://")
 _NAMES: Final = {"jaeger": "Jaeger", "tempo": "Tempo"}
@@ -181,8 +181,7 @@ def search(backend: Backend, attribute: str, values: tuple[str, ...]) -> Iterato
     if backend.kind == "tempo":
         condition = " || ".join(f"span.{attribute} = {_traceql_string(v)}" for v in values)
         params = {"q": "{ " + condition + " }", "limit": str(backend.limit), "start": str(start), "end": str(end)}
-        doc = obj(_get(backend, "/api/search", params), "Tempo's search answer to be a JSON object")
-        for found in doc.get("traces") or []:
+        for found in _listed(backend, "/api/search", params, "traces"):
             trace_id = found.get("traceID") if isinstance(found, Mapping) else None
             if isinstance(trace_id, str) and trace_id not in seen:
                 seen.add(trace_id)
@@ -198,8 +197,7 @@ def search(backend: Backend, attribute: str, values: tuple[str, ...]) -> Iterato
                 "start": str(start * 1_000_000),
                 "end": str(end * 1_000_000),
             }
-            doc = obj(_get(backend, "/api/traces", params), "Jaeger's search answer to be a JSON object")
-            for found in doc.get("data") or []:
+            for found in _listed(backend, "/api/traces", params, "data"):
                 trace_id = found.get("traceID") if isinstance(found, Mapping) else None
                 if isinstance(trace_id, str) and trace_id not in seen:
                     seen.add(trace_id)
@@ -207,8 +205,22 @@ def search(backend: Backend, attribute: str, values: tuple[str, ...]) -> Iterato
 
 
 def _jaeger_services(backend: Backend) -> list[str]:
-    doc = obj(_get(backend, "/api/services"), "Jaeger's services answer to be a JSON object")
-    return [s for s in doc.get("data") or [] if isinstance(s, str)]
+    return [s for s in _listed(backend, "/api/services", None, "data") if isinstance(s, str)]
+
+
+def _listed(backend: Backend, path: str, params: Mapping[str, str] | None, key: str) -> list[Any]:
+    """The array under ``key`` in the backend's answer to a listing request."""
+    doc = _get(backend, path, params)
+    found = doc.get(key) if isinstance(doc, Mapping) else None
+    if found is None and isinstance(doc, Mapping):
+        return []  # Jaeger writes "data": null for nothing found
+    if not isinstance(found, list):
+        raise TraceFormatError(
+            f"{backend.name} answered {backend.shown}{path} without the {key!r} array its API returns; check "
+            f"that {backend.shown} is the {backend.name} query API.",
+            source=backend.shown,
+        )
+    return found
 
 
 def _traceql_string(value: str) -> str:
