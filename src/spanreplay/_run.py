@@ -30,6 +30,7 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from . import _codec
 from . import _semconv as sc
+from ._alerts import run_failed
 from ._config import masker, settings
 from ._context import current_run_id
 from ._events import ErrorInfo, Event, EventLog
@@ -356,6 +357,11 @@ class RecordingRun(Run):
             self._internal_failure("end the run span")
         finally:
             self._deactivate()
+        if span is not None and isinstance(exc, Exception):  # not for Ctrl-C or sys.exit()
+            try:
+                run_failed(self.run_id, self.agent, exc, tb)
+            except Exception:
+                self._internal_failure("log the failure alert")
 
     def _internal_failure(self, what: str) -> None:
         """Report a failure of spanreplay's own: raised when strict, else logged once per run."""

@@ -22,6 +22,8 @@ RUN_ERROR: Final = "spanreplay.run.error"
 RUN_FORKED_FROM: Final = "spanreplay.run.forked_from"
 # How many boundaries the run started, written when it ends: lets readers spot lost spans.
 RUN_STEPS: Final = "spanreplay.run.steps"
+# On the failure alert's log record: the command that replays the failed run.
+REPLAY_COMMAND: Final = "spanreplay.replay.command"
 
 RUN_STATUS_OK: Final = "ok"
 RUN_STATUS_ERROR: Final = "error"
