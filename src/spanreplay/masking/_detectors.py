@@ -490,10 +490,8 @@ def _phone() -> RegexDetector:
             Pattern(
                 r"(?:\((?<![0-9A-Za-z_]\()[2-9][0-9]{2}\) ?|[2-9](?<![0-9A-Za-z_+][2-9])[0-9]{2}[ .\-])"
                 r"[0-9]{3}[ .\-][0-9]{4}(?![0-9]|[.\-][0-9])",
-                prefilter=(
-                    rf"(?:{after('0-9A-Za-z_')}\([2-9][0-9]{{2}}\) ?|{after('0-9A-Za-z_+')}[2-9][0-9]{{2}}[ .\-])"
-                    rf"[0-9]{{3}}[ .\-][0-9]{{4}}{before('0-9')}"
-                ),
+                # No left boundary: inside this alternation it makes hyperscan four times slower.
+                prefilter=r"(?:\([2-9][0-9]{2}\) ?|[2-9][0-9]{2}[ .\-])[0-9]{3}[ .\-][0-9]{4}" + before("0-9"),
                 reach=8,
                 literals=DIGITS,
             ),
