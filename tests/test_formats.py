@@ -10,10 +10,14 @@ from __future__ import annotations
 import dataclasses
 import gzip
 from pathlib import Path
+from typing import Any
+from unittest import mock
 
 import orjson
 import pytest
 import zstandard
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
@@ -23,7 +27,8 @@ from fixtures.recordings import lines, record_agent
 from fixtures.tracedocs import document, line, span
 from spanreplay import SpanReplayWarning, TraceFormatError
 from spanreplay._spans import SpanRecord
-from spanreplay.readers import expand, iter_spans
+from spanreplay.readers import _base, _otlp_json, expand, iter_spans
+from spanreplay.readers._base import MalformedTrace
 
 AGENT_STEPS = [(1, "tool", "search"), (2, "clock", "now"), (3, "random", "random")] + [
     (seq, "tool", "lookup") for seq in (4, 5, 6)
@@ -230,3 +235,63 @@ def test_a_file_without_backups_is_read_alone(tmp_path: Path) -> None:
     path = tmp_path / "run.jsonl"
     path.write_bytes(line(document([span("a")])))
     assert expand(path) == [str(path)]
+
+
+# --- the fast path of the OTLP/JSON reader ------------------------------------------------------
+
+_VALUES = st.one_of(
+    st.builds(lambda v: {"stringValue": v}, st.one_of(st.text(max_size=5), st.integers())),
+    st.builds(
+        lambda v: {"intValue": v},
+        st.one_of(st.integers(-(2**70), 2**70).map(str), st.sampled_from(["٣", "²", " 7", "1_0", "-0", ""])),
+    ),
+    st.builds(lambda v: {"boolValue": v}, st.one_of(st.booleans(), st.just("true"))),
+    st.builds(lambda v: {"stringValue": "s", "intValue": v}, st.text(max_size=3)),
+    st.builds(lambda v: {"doubleValue": v}, st.floats(allow_nan=False)),
+)
+
+
+def _decoded(decode: Any) -> Any:
+    try:
+        return decode()
+    except MalformedTrace as exc:
+        return ("MalformedTrace", str(exc))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.fixed_dictionaries({"key": st.one_of(st.text(max_size=4), st.integers()), "value": _VALUES})))
+def test_attribute_fast_path_decodes_exactly_as_the_checked_path(items: list[dict[str, Any]]) -> None:
+    def checked() -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for item in items:  # the checked path's own order: the value, then the key
+            out[_base.text(item["key"], "an attribute key")] = _otlp_json.any_value(item["value"])
+        return out
+
+    assert _decoded(lambda: _otlp_json.key_values(items)) == _decoded(checked)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.fixed_dictionaries(
+        {"traceId": st.sampled_from(["0af7651916cd43dd8448eb211c80319c", "0AF7651916CD43DD8448EB211C80319C", "Cvd"])},
+        optional={
+            "spanId": st.sampled_from(["b7ad6b7169203331", "", "zz"]),
+            "parentSpanId": st.sampled_from(["", "00f067aa0ba902b7", None]),
+            "name": st.one_of(st.text(max_size=3), st.none()),
+            "kind": st.one_of(st.integers(-1, 6), st.just("SPAN_KIND_CLIENT")),
+            "startTimeUnixNano": st.one_of(st.integers(0, 10**19).map(str), st.integers(0, 10)),
+            "status": st.one_of(
+                st.just({}), st.fixed_dictionaries({"code": st.integers(0, 2)}), st.just({"code": "x"})
+            ),
+            "flags": st.integers(0, 512),
+            "events": st.just([]),
+        },
+    )
+)
+def test_span_fast_path_decodes_exactly_as_the_checked_path(span: dict[str, Any]) -> None:
+    def decode() -> Any:
+        return _otlp_json._span(span, {}, "", "", {}, "x")
+
+    fast = _decoded(decode)
+    with mock.patch.object(_otlp_json, "_plain_span", return_value=None):
+        assert _decoded(decode) == fast

@@ -65,7 +65,28 @@ def any_value(value: Any, _depth: int = 0) -> Any:
 def key_values(items: Any, _depth: int = 0) -> dict[str, Any]:
     """Decode a list of OTLP/JSON ``KeyValue`` objects into a dict (absent -> empty)."""
     out: dict[str, Any] = {}
-    for item in array(items, "a list of attributes"):
+    if type(items) is not list:
+        items = array(items, "a list of attributes")
+    for item in items:
+        # The fast path: exact types as orjson makes them, and the three common value
+        # shapes, decoded as any_value would. Anything else takes the checked path.
+        if type(item) is dict:
+            key = item.get("key")
+            value = item.get("value")
+            if type(key) is str and type(value) is dict:
+                if "stringValue" in value:
+                    found = value["stringValue"]
+                    if type(found) is str:
+                        out[key] = found
+                        continue
+                elif "intValue" in value:
+                    found = value["intValue"]
+                    if type(found) is str and found.isdecimal() and len(found) < 19:
+                        out[key] = int(found)
+                        continue
+                elif "boolValue" in value and type(value["boolValue"]) is bool:
+                    out[key] = value["boolValue"]
+                    continue
         item = obj(item, "a KeyValue object")
         out[text(item.get("key", ""), "an attribute key")] = any_value(item.get("value", {}), _depth)
     return out
@@ -103,6 +124,9 @@ def _span(
     scope_attributes: dict[str, Any],
     origin: str,
 ) -> SpanRecord:
+    fast = _plain_span(span, resource, scope_name, scope_version, scope_attributes, origin)
+    if fast is not None:
+        return fast
     status = obj(span.get("status") or {}, "a status object")
     # proto3 JSON may write the empty parent id as "": the span is a root either way.
     parent_id = span.get("parentSpanId")
@@ -128,6 +152,73 @@ def _span(
         dropped_attributes_count=count(span.get("droppedAttributesCount"), "droppedAttributesCount"),
         dropped_events_count=count(span.get("droppedEventsCount"), "droppedEventsCount"),
         dropped_links_count=count(span.get("droppedLinksCount"), "droppedLinksCount"),
+        origin=origin,
+    )
+
+
+# Fields the checked path decodes beyond the common ones; a span with any of them takes it.
+_OTHER_FIELDS = frozenset(
+    ("events", "links", "traceState", "droppedAttributesCount", "droppedEventsCount", "droppedLinksCount")
+)
+
+
+def _plain_span(
+    span: Mapping[str, Any],
+    resource: dict[str, Any],
+    scope_name: str,
+    scope_version: str,
+    scope_attributes: dict[str, Any],
+    origin: str,
+) -> SpanRecord | None:
+    """The common span (what an SDK or the Collector writes), decoded without the checked accessors.
+
+    None when the span has anything unusual (events, links, enum names, base64 ids,
+    numbers where strings belong, other fields): the checked path decodes those.
+    This path alone is most of a full parse, so it trades generality for speed.
+    """
+    if type(span) is not dict or not _OTHER_FIELDS.isdisjoint(span):
+        return None
+    trace_id, span_id, parent = span.get("traceId"), span.get("spanId"), span.get("parentSpanId") or ""
+    start, end, name = span.get("startTimeUnixNano", "0"), span.get("endTimeUnixNano", "0"), span.get("name", "")
+    kind, status = span.get("kind", 0), span.get("status")
+    if not (
+        type(trace_id) is str
+        and len(trace_id) == 32
+        and type(span_id) is str
+        and len(span_id) == 16
+        and type(parent) is str
+        and len(parent) in (0, 16)
+        and type(name) is str
+        and type(start) is str
+        and start.isdecimal()
+        and type(end) is str
+        and end.isdecimal()
+        and type(kind) is int
+        and _HEX.issuperset(trace_id + span_id + parent)
+    ):
+        return None
+    code, message = 0, ""
+    if status:
+        if type(status) is not dict:
+            return None
+        code, message = status.get("code", 0), status.get("message", "")
+        if type(code) is not int or type(message) is not str or len(status) > 2:
+            return None
+    return SpanRecord(
+        trace_id=trace_id.lower(),
+        span_id=span_id.lower(),
+        parent_span_id=parent.lower() or None,
+        name=name,
+        kind=kind,
+        start_ns=int(start),
+        end_ns=int(end),
+        attributes=key_values(span.get("attributes")),
+        status_code=code,
+        status_message=message,
+        resource=resource,
+        scope_name=scope_name,
+        scope_version=scope_version,
+        scope_attributes=scope_attributes,
         origin=origin,
     )
 
