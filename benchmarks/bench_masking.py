@@ -166,6 +166,9 @@ ADVERSARIAL: dict[str, str] = {
     "'a@' repeated": "a@" * (SIZE // 2),
     "'a.' repeated": "a." * (SIZE // 2),
     "spaced digits": " ".join(random.Random(9).choices("0123456789", k=SIZE // 2)),
+    "'::' repeated": "::" * (SIZE // 2),
+    "'eyJa.' repeated": "eyJa." * (SIZE // 5),
+    "'4111 ' repeated": "4111 " * (SIZE // 5),
     "'+1 ' repeated": "+1 " * (SIZE // 3),
 }
 

@@ -186,3 +186,27 @@ def test_a_custom_regex_detector_masks_its_pattern() -> None:
         token = masked.split()[1]
         assert token.startswith("<ticket_id:")
         assert masked == f"see {token} and {token}"
+
+
+# 40 KB runs that make textbook patterns backtrack (a hex run takes a textbook email
+# pattern most of a second) or call back per position. Their speed is measured in
+# benchmarks/bench_masking.py; here, that each engine masks them alike and leaves
+# these (which hold nothing) untouched.
+ADVERSARIAL = {
+    "hex run": "0123456789abcdef" * 2500,
+    "digit run": "4" * 40_000,
+    "'@.' repeated": "@." * 20_000,
+    "'a@' repeated": "a@" * 20_000,
+    "'a.' repeated": "a." * 20_000,
+    "'::' repeated": "::" * 20_000,
+    "'1:2:' repeated": "1:2:" * 10_000,
+    "spaced digits": "7 " * 20_000,
+    "'+1 ' repeated": "+1 " * 13_000,
+    "'eyJ' repeated": "eyJa." * 8_000,
+    "BEGIN without END": "-----BEGIN" * 4_000,
+}
+
+
+@pytest.mark.parametrize("text", list(ADVERSARIAL.values()), ids=list(ADVERSARIAL))
+def test_adversarial_runs_are_left_alone_by_both_engines(masker: Masker, text: str) -> None:
+    assert masker.scan_text(text) == (text, ())

@@ -349,6 +349,7 @@ _IPV6_HINT: Final = re.compile(r":[0-9A-Fa-f]{0,4}:", re.ASCII)
 _IPV6_HEAD_REVERSED: Final = re.compile(r"[0-9A-Fa-f]{0,5}", re.ASCII)
 _IPV6_BODY: Final = re.compile(r"[0-9A-Fa-f:.]*+", re.ASCII)
 _WORDISH: Final = frozenset("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
+_IPV6_MAX: Final = 45  # ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.255
 
 
 class IPv6Detector:
@@ -377,11 +378,18 @@ class IPv6Detector:
                 continue
             if end < n and text[end] in _WORDISH:
                 continue
+            # No address is longer than 45 characters, and at most the two characters of a
+            # trailing "." or ":" (a sentence's end) are not its own: nothing here grows with the run.
+            if end - start > _IPV6_MAX + 2:
+                continue
             candidate = text[start:end]
-            while candidate and candidate[-1] in ".:" and not _checks.ipv6_ok(candidate):
+            for _ in range(3):
+                if _checks.ipv6_ok(candidate):
+                    yield start, start + len(candidate)
+                    break
+                if not candidate or candidate[-1] not in ".:":
+                    break
                 candidate = candidate[:-1]
-            if candidate and _checks.ipv6_ok(candidate):
-                yield start, start + len(candidate)
 
     def normalize(self, found: str) -> str:
         packed = _checks.ipv6_packed(found)
