@@ -324,10 +324,22 @@ class Masker:
 
 
 def _outside_placeholders(text: str, found: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
+    """The findings that overlap no placeholder already in the text (one sweep, both sorted)."""
     taken = [m.span() for m in PLACEHOLDER.finditer(text)]
     if not taken:
         return found
-    return [f for f in found if not any(f[0] < end and start < f[2] for start, end in taken)]
+    found.sort()
+    kept: list[tuple[int, int, int]] = []
+    j = 0
+    for finding in found:
+        start, _, end = finding
+        # Placeholders are apart and sorted: skip those that end before this finding starts.
+        while j < len(taken) and taken[j][1] <= start:
+            j += 1
+        if j < len(taken) and taken[j][0] < end:
+            continue
+        kept.append(finding)
+    return kept
 
 
 class MaskingSession:
