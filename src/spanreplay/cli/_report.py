@@ -1,0 +1,120 @@
+"""``spanreplay report SOURCE RUN -o run.html``: one run as a self-contained HTML page."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import os
+import tempfile
+from pathlib import Path
+
+import click
+
+from .._config import masker
+from .._events import EventLog
+from .._loader import load
+from .._run import ReplayingRun
+from ..cost import price_table
+from ..cost._html import Replayed, render_run, step_costs
+from ..errors import ReplayDivergenceError
+from ._common import BadInput, console, format_usd
+from ._replay import _cwd_on_path, failing_step, load_entry
+
+
+@click.command("report")
+@click.argument("source")
+@click.argument("run_id", metavar="[RUN]", required=False)
+@click.option(
+    "-o",
+    "--output",
+    required=True,
+    type=click.Path(dir_okay=False),
+    metavar="FILE.html",
+    help="Where to write the page.",
+)
+@click.option(
+    "--entry",
+    metavar="MODULE:FUNCTION",
+    help="Also replay the run against this code (as spanreplay replay does) and mark where it diverges.",
+)
+@click.option(
+    "--prices",
+    "prices_file",
+    type=click.Path(dir_okay=False),
+    metavar="FILE",
+    help="A TOML or JSON file of model prices over spanreplay's table (also: SPANREPLAY_PRICES).",
+)
+def report_command(source: str, run_id: str | None, output: str, entry: str | None, prices_file: str | None) -> None:
+    """Write run RUN from SOURCE as one self-contained HTML page: its timeline (a bar per
+    boundary, failed steps and the point where a replay diverged marked), tokens and cost
+    per step, and each step's masked input and output.
+
+    RUN may be left out when SOURCE holds a single run. The page needs nothing but a
+    browser: no script, and nothing loaded from anywhere.
+    """
+    log = load(source, run_id)
+    table = price_table(prices_file)
+    replayed = _replay(log, entry) if entry else None
+    page = render_run(log, source=source, prices=table, replayed=replayed, masker=masker())
+    _write(Path(output), page)
+    costs = step_costs(log, table)
+    usd = sum(c.usd for c in costs.values() if c.usd is not None)
+    verdict = ""
+    if replayed is not None:
+        verdict = f", replay {replayed.outcome}" + (f" at seq {replayed.seq}" if replayed.seq is not None else "")
+    console().print(
+        f"report of run {log.run_id} written to {output} ({len(log)} steps, {len(costs)} model calls, "
+        f"{format_usd(usd)}{verdict})",
+        markup=False,
+        soft_wrap=True,
+    )
+
+
+def _replay(log: EventLog, entry: str) -> Replayed:
+    """Run ``entry`` against the recording, as ``spanreplay replay`` does, and say where it parted."""
+    with _cwd_on_path():
+        function = load_entry(entry)
+        replaying = ReplayingRun(log)
+        try:
+            with replaying:
+                result = function()
+                if inspect.iscoroutine(result):
+                    asyncio.run(result)
+        except ReplayDivergenceError as exc:
+            if replaying.outcome == "reproduced":
+                return Replayed(
+                    "reproduced", "The code reached the point where the recorded process died.", None, entry
+                )
+            return Replayed("diverged", str(exc).split("\n", 1)[0], exc.seq, entry)
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:
+            if replaying.outcome == "reproduced":
+                step = failing_step(log)
+                return Replayed(
+                    "reproduced",
+                    f"{type(exc).__qualname__}: {exc} was raised again, as recorded; no real call made.",
+                    step.seq if step is not None else None,
+                    entry,
+                )
+            return Replayed("failed", f"The replay ended with {type(exc).__qualname__}: {exc}.", None, entry)
+    return Replayed("completed", "The replay matched the recording; no real call made.", None, entry)
+
+
+def _write(path: Path, page: str) -> None:
+    """Write the page whole or not at all: a browser never opens half a report."""
+    directory = path.parent if str(path.parent) else Path()
+    try:
+        with tempfile.NamedTemporaryFile(
+            "w", encoding="utf-8", dir=directory, prefix=f".{path.name}.", suffix=".tmp", delete=False
+        ) as handle:
+            handle.write(page)
+        # A temporary file is private (0600); the page gets the mode a plain new file would.
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(handle.name, 0o666 & ~umask)
+        os.replace(handle.name, path)
+    except OSError as exc:
+        raise BadInput(
+            f"The report cannot be written to {path} ({exc.strerror}); pick a file in a directory you can write to."
+        ) from None
