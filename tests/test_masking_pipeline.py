@@ -403,3 +403,13 @@ def test_a_prefilter_hyperscan_cannot_compile_is_refused_with_the_fix() -> None:
         Masker(MaskingConfig(extra_detectors=[detector], engine="hyperscan"))
     # The pure-Python engine never compiles prefilters.
     assert Masker(MaskingConfig(extra_detectors=[detector], engine="python")).scan_text("ba") == ("b<x>", ("x",))
+
+
+def test_findings_that_hide_each_other_are_masked_until_none_is_left() -> None:
+    # "ab" counts only after a non-letter: each masked "ab" reveals the next one.
+    chained = RegexDetector("x", r"a(?<![a-z]a)b", literals=("ab",))
+    masker = Masker(MaskingConfig(detectors=[chained], field_names=()))
+    assert masker.scan_text("ab" * 3) == ("<x>" * 3, ("x",))
+    # A longer chain would cost a pass per link: the text is withheld instead.
+    assert masker.scan_text("ab" * 6) == ("<masked>", ("x",))
+    assert masker.scan_text("<masked>") == ("<masked>", ())

@@ -49,6 +49,10 @@ _CACHE_MIN: Final = 64
 # Integers below this can hold no detectable number (a card number has 12+ digits).
 _INT_LIMIT: Final = 10**11
 _NAME: Final = re.compile(r"[a-z][a-z0-9_]{0,40}")
+# Passes over a text after the first, when findings touch their neighbours; and
+# what the text becomes when they keep revealing more.
+_RESCANS: Final = 3
+WITHHELD: Final = "<masked>"
 _IDENTIFIER: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -274,8 +278,30 @@ class Masker:
         return hit
 
     def _apply(self, text: str, located: Located) -> Scanned:
+        masked, names, glued = self._replace(text, located)
+        rescans = 0
+        while glued:
+            # A finding written against its neighbour ("10.0.0.1sk-ant-...") was a
+            # boundary for the detectors; its placeholder may not be ("<ipv4>sk-ant-..."
+            # is a key). Masking again until nothing changes keeps masking idempotent.
+            again, more, glued = self._replace(masked, self.gate.locate((masked,), self._all)[0])
+            if not more:
+                break
+            names = (*names, *(name for name in more if name not in names))
+            masked = again
+            rescans += 1
+            if glued and rescans == _RESCANS:
+                # A chain of secrets each hiding the next (a phone number against a key
+                # against a phone number...) would cost a pass each: past a few, the
+                # whole text is withheld, which is final and costs nothing more.
+                return WITHHELD, names
+        return masked, names
+
+    def _replace(self, text: str, located: Located) -> tuple[str, tuple[str, ...], bool]:
+        """One pass: the text with each finding replaced, the detectors that found
+        something, and whether a finding touched a neighbouring character."""
         if not located:
-            return text, ()
+            return text, (), False
         detectors = self.detectors
         found: list[tuple[int, int, int]] = []
         for i, windows in located.items():
@@ -288,11 +314,11 @@ class Masker:
             for start, end in spans:
                 found.append((start, i, end))
         if not found:
-            return text, ()
+            return text, (), False
         if "<" in text:
             found = _outside_placeholders(text, found)
             if not found:
-                return text, ()
+                return text, (), False
         found.sort()
         pieces: list[str] = []
         names: list[str] = []
@@ -312,15 +338,7 @@ class Masker:
                 glued = True
             pos = end
         pieces.append(text[pos:])
-        masked = "".join(pieces)
-        if glued:
-            # A finding written against its neighbour ("10.0.0.1sk-ant-...") was a
-            # boundary for the detectors; its placeholder may not be ("<ipv4>sk-ant-..."
-            # is a key). Masking again until nothing changes keeps masking idempotent.
-            again, more = self._apply(masked, self.gate.locate((masked,), self._all)[0])
-            if more:
-                return again, tuple(dict.fromkeys((*names, *more)))
-        return masked, tuple(names)
+        return "".join(pieces), tuple(names), glued
 
 
 def _outside_placeholders(text: str, found: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
