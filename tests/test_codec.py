@@ -183,7 +183,7 @@ def test_a_complete_boundary_span_decodes_into_its_event() -> None:
 
 def test_an_unknown_schema_version_names_the_upgrade() -> None:
     span = _boundary_span()
-    span.attributes[sc.SCHEMA] = sc.SCHEMA_VERSION + 1
+    span.attributes[sc.SCHEMA] = sc.SCHEMA_VERSION_READ + 1
     with pytest.raises(spanreplay.SchemaVersionError, match="pip install -U spanreplay"):
         _codec.span_to_event(span)
 

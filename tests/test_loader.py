@@ -433,7 +433,7 @@ def test_unknown_schema_version_says_to_upgrade(trace_dir: Path, tmp_path: Path)
     assert newer.read_bytes() != text
     with pytest.raises(
         SchemaVersionError,
-        match=r"schema version 99, and this release reads versions 1 to 1; upgrade spanreplay \(pip install -U "
+        match=r"schema version 99, and this release reads versions 1 to 2; upgrade spanreplay \(pip install -U "
         r"spanreplay\)",
     ):
         spanreplay.load(newer)

@@ -266,7 +266,7 @@ def _build(run_id: str, spans: Iterable[SpanRecord], source: Source) -> EventLog
                 f"exported{_damage(source)}.",
                 source=name,
             )
-    return EventLog(info, tuple(event for event, _ in by_seq.values()))
+    return EventLog(info, tuple(_codec.rebuild_inputs([event for event, _ in by_seq.values()])))
 
 
 def _shared_run_id(run_id: str, what: str, origin: str) -> TraceFormatError:

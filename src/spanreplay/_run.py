@@ -301,6 +301,8 @@ class RecordingRun(Run):
         # remembers what it masked. Each open span's (kind, key), for its output.
         self._masking: MaskingSession | None = None
         self._boundaries: dict[trace.Span, tuple[str, str]] = {}
+        # A model call's input repeats the conversation so far: written as a reference to the last one.
+        self._inputs = _codec.InputHistory()
 
     def __enter__(self) -> RecordingRun:
         ctx: otel_context.Context | None = None
@@ -467,7 +469,7 @@ class RecordingRun(Run):
                 attributes[sc.GEN_AI_OPERATION_NAME] = sc.OPERATION_EXECUTE_TOOL
                 attributes[sc.GEN_AI_TOOL_NAME] = key
             input, masked = self._mask(kind, key, "input", input)
-            _codec.add_payload(attributes, sc.INPUT, _codec.encode_input(input))
+            self._inputs.add_input(attributes, kind, key, seq, input)
             if masked:
                 attributes[sc.INPUT + sc.MASKED_SUFFIX] = masked
             self._mask_content(kind, key, attributes)

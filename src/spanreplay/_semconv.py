@@ -50,6 +50,22 @@ SHA256_SUFFIX: Final = ".sha256"
 # Beside a payload that masking changed: a JSON list of {"path", "rule"}, the
 # places masked and the rule that masked each (never the value). Absent: nothing masked.
 MASKED_SUFFIX: Final = ".masked"
+# An input that repeats the previous input's messages (same run, kind and key) is
+# written as those messages left out: the seq of that input, how many of its messages
+# come first, and the full input's byte length and sha256, checked once it is rebuilt.
+INPUT_BASE_SEQ: Final = "spanreplay.input.base_seq"
+INPUT_BASE_MESSAGES: Final = "spanreplay.input.base_messages"
+# Where the messages list sits in the input: "messages", or "body.messages" (an HTTP request's body).
+INPUT_MESSAGES_PATH: Final = "spanreplay.input.messages_path"
+INPUT_FULL_SIZE: Final = "spanreplay.input.full.size"
+INPUT_FULL_SHA256: Final = "spanreplay.input.full.sha256"
+# Schema version of a span whose input references an earlier one: a release that
+# reads only version 1 would replay the input without its earlier messages, so it refuses.
+SCHEMA_VERSION_INPUT_REFS: Final = 2
+# The newest schema version this release reads.
+SCHEMA_VERSION_READ: Final = 2
+# Set to 0 (or false, no, off) to write every input whole, as before.
+INPUT_REFS_ENV: Final = "SPANREPLAY_INPUT_REFS"
 
 # --- OpenTelemetry general and GenAI conventions ---------------------------------
 SERVICE_NAME: Final = "service.name"

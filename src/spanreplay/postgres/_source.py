@@ -100,7 +100,7 @@ def load(dsn: str, run_id: str | None = None) -> EventLog:
             raise failure(dsn, f"read run {run_id}", exc) from None
     origin = f"{where} run {run_id}"
     info = _rows.run_from_row(run_row, origin)
-    events = tuple(_rows.event_from_row(row, f"{origin} seq {row[1]}") for row in step_rows)
+    events = tuple(_codec.rebuild_inputs([_rows.event_from_row(row, f"{origin} seq {row[1]}") for row in step_rows]))
     _check_gaps(info.run_id, info.status, info.steps, [e.seq for e in events], where)
     return EventLog(info, events)
 
