@@ -18,12 +18,13 @@ spans twice), by default 1 GB. Measured, each pair in the same process:
 
 The files go to a temporary directory that is deleted afterwards.
 
-    python benchmarks/bench_formats.py [--quick] [--json] [--size-mb 1000] [--small-mb 100]
+    python benchmarks/bench_formats.py [--quick] [--json] [--size-mb 1000] [--small-mb 150]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import sys
 import tempfile
@@ -180,17 +181,77 @@ def measure_export(*, size_mb: int, small_mb: int, repeats: int, workdir: Path) 
     ]
 
 
+def _converse(turns: int) -> None:
+    """An agent loop: each model call sends the whole conversation, as the Messages API wants it."""
+    messages: list[dict[str, str]] = [{"role": "user", "content": "Plan a trip to Oslo, step by step."}]
+    for turn in range(turns):
+        request = {"model": "claude-x", "max_tokens": 1024, "messages": list(messages)}
+        answer = spanreplay.boundary("model", "claude-x", request, lambda turn=turn: f"Step {turn}: " + "detail " * 60)
+        messages.append({"role": "assistant", "content": answer})
+        messages.append({"role": "user", "content": f"Thanks. What comes after step {turn}? " + "context " * 20})
+
+
+def measure_conversation(turns: int, workdir: Path) -> list[Figure]:
+    from opentelemetry.sdk.trace import TracerProvider
+
+    provider = TracerProvider()
+    spanreplay.configure(trace_dir=workdir / "conversation", tracer_provider=provider)
+    sizes: dict[str, tuple[int, int, float]] = {}
+    previous = os.environ.get("SPANREPLAY_INPUT_REFS")
+    try:
+        for mode, switch in (("references", "1"), ("whole inputs", "0")):
+            os.environ["SPANREPLAY_INPUT_REFS"] = switch
+            run_id = f"run_conv_{switch}"
+            with spanreplay.record(agent="planner", run_id=run_id):
+                _converse(turns)
+            path = workdir / "conversation" / f"{run_id}.jsonl"
+            stored = sum(
+                int(s.attributes["spanreplay.input.size"])
+                for s in iter_spans(path)
+                if s.attributes.get("spanreplay.kind") == "model" and s.ended
+            )
+            started = time.perf_counter()
+            spanreplay.load(path, run_id)
+            sizes[mode] = (path.stat().st_size, stored, time.perf_counter() - started)
+    finally:
+        if previous is None:
+            os.environ.pop("SPANREPLAY_INPUT_REFS", None)
+        else:
+            os.environ["SPANREPLAY_INPUT_REFS"] = previous
+        provider.shutdown()
+    (file_refs, input_refs, load_refs), (file_whole, input_whole, load_whole) = (
+        sizes["references"],
+        sizes["whole inputs"],
+    )
+    return [
+        Figure(NAME, f"{turns}-turn run: input bytes, references", input_refs, "bytes"),
+        Figure(NAME, f"{turns}-turn run: input bytes, whole inputs", input_whole, "bytes"),
+        Figure(NAME, f"{turns}-turn run: file, references", file_refs, "bytes", note=f"load {load_refs * 1000:.0f} ms"),
+        Figure(
+            NAME, f"{turns}-turn run: file, whole inputs", file_whole, "bytes", note=f"load {load_whole * 1000:.0f} ms"
+        ),
+        Figure(
+            NAME,
+            f"{turns}-turn run: file ratio whole / references",
+            file_whole / file_refs,
+            "x",
+            note=f"inputs alone {input_whole / input_refs:.1f}x",
+        ),
+    ]
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--json", action="store_true", help="print the figures as JSON (for run_all.py)")
     parser.add_argument("--quick", action="store_true", help="small files and one repeat: a smoke run")
     parser.add_argument("--size-mb", type=int, default=1000)
-    parser.add_argument("--small-mb", type=int, default=100)
+    parser.add_argument("--small-mb", type=int, default=150)
     args = parser.parse_args(argv)
-    size_mb, small_mb, repeats = (30, 10, 1) if args.quick else (args.size_mb, args.small_mb, 3)
+    size_mb, small_mb, repeats = (30, 15, 1) if args.quick else (args.size_mb, args.small_mb, 3)
     workdir = Path(tempfile.mkdtemp(prefix="spanreplay-bench-formats-"))
     try:
-        figures = measure_export(size_mb=size_mb, small_mb=small_mb, repeats=repeats, workdir=workdir)
+        figures = measure_conversation(50, workdir)
+        figures += measure_export(size_mb=size_mb, small_mb=small_mb, repeats=repeats, workdir=workdir)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     emit(figures, as_json=args.json)
