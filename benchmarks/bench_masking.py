@@ -232,6 +232,11 @@ def _mbs(size: int, ns: Sequence[int]) -> list[float]:
     return [size / (n / 1e9) / 1e6 for n in ns]
 
 
+def _spread(ns: Sequence[int]) -> str:
+    """The fastest repeat (microseconds per payload) and the spread of the times."""
+    return f"{noise([n / 1000 for n in ns])} us per payload"
+
+
 def measure(*, loops: int, repeats: int) -> list[Figure]:
     engines = {"python": Masker(MaskingConfig(engine="python", key="bench-key"))}
     if hyperscan_available():
@@ -264,7 +269,7 @@ def measure(*, loops: int, repeats: int) -> list[Figure]:
                     "MB/s",
                     goal=f">= {goal:g} MB/s" if label != "records" else "",
                     met=ours >= goal if label != "records" else None,
-                    note=f"{median(ratios):.1f}x plain re; {findings} findings; " + noise(rates[name]),
+                    note=f"{median(ratios):.1f}x plain re; {findings} findings; " + _spread(samples[name]),
                 )
             )
         figures.append(
@@ -273,7 +278,7 @@ def measure(*, loops: int, repeats: int) -> list[Figure]:
                 f"{label} {size // 1000} KB, plain re",
                 median(rates["re"]),
                 "MB/s",
-                note="baseline; " + noise(rates["re"]),
+                note="baseline; " + _spread(samples["re"]),
             )
         )
 
