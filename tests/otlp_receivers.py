@@ -34,7 +34,7 @@ def closed_port() -> int:
 
 @dataclass
 class Received:
-    """One request as it arrived: path, headers and the body, decompressed."""
+    """One request as it arrived: path, headers (names in lower case) and the body, decompressed."""
 
     path: str
     headers: dict[str, str]
@@ -60,12 +60,14 @@ def spans_in(requests: list[Received] | list[ExportTraceServiceRequest]) -> Iter
 class HttpReceiver:
     """An OTLP/HTTP endpoint: ``mode`` is ``ok``, ``503``, ``413`` or ``sleep`` (``delay`` seconds, then 200).
 
-    The mode may be changed while it runs (an outage that ends).
+    The mode may be changed while it runs (an outage that ends). With ``max_body``,
+    a larger request body is answered 413, as the Collector's limit answers it.
     """
 
-    def __init__(self, mode: str = "ok", *, delay: float = 0.0) -> None:
+    def __init__(self, mode: str = "ok", *, delay: float = 0.0, max_body: int | None = None) -> None:
         self.mode = mode
         self.delay = delay
+        self.max_body = max_body
         self.requests: list[Received] = []
         self.attempts = 0
         receiver = self
@@ -75,6 +77,8 @@ class HttpReceiver:
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 receiver.attempts += 1
                 mode = receiver.mode
+                if receiver.max_body is not None and len(body) > receiver.max_body:
+                    mode = "413"  # what the Collector answers above max_request_body_size
                 if mode == "sleep":
                     time.sleep(receiver.delay)
                     mode = "ok"
@@ -84,7 +88,8 @@ class HttpReceiver:
                         body = gzip.decompress(body)
                     elif encoding == "deflate":
                         body = zlib.decompress(body)
-                    receiver.requests.append(Received(self.path, dict(self.headers.items()), body))
+                    headers = {k.lower(): v for k, v in self.headers.items()}
+                    receiver.requests.append(Received(self.path, headers, body))
                     self._answer(200, "OK", trace_service_pb2.ExportTraceServiceResponse().SerializeToString())
                 elif mode == "503":
                     self._answer(503, "Service Unavailable", b"memory limiter refused the data")

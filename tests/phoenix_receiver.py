@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import dataclasses
 import fcntl
 import json
 import os
@@ -38,9 +39,11 @@ import tempfile
 import time
 import urllib.parse
 import urllib.request
+from hashlib import sha256
 from pathlib import Path
 from typing import Any, Final
 
+from spanreplay._events import EventLog
 from spanreplay._spans import SpanEventRecord, SpanRecord
 
 PHOENIX_VERSION: Final = "20.26.1"
@@ -247,6 +250,30 @@ class Phoenix:
         return any(key == name or key.startswith(f"{name}.") for name in self._conventions)
 
 
+def assert_same_run(remote: EventLog, local: EventLog) -> None:
+    """The event log read back from Phoenix is the trace file's: same steps, order, payloads and digests.
+
+    Only what Phoenix does not keep is left out: times below the microsecond
+    (compared to within 1 µs) and the resource (``RunInfo.service_name``).
+    """
+
+    def comparable(log: EventLog) -> tuple[Any, ...]:
+        run = dataclasses.replace(log.run, service_name="", start_ns=0, end_ns=0)
+        return (run, tuple(dataclasses.replace(e, start_ns=0, end_ns=0) for e in log))
+
+    def times(log: EventLog) -> list[int]:
+        return [log.run.start_ns, log.run.end_ns, *(t for e in log for t in (e.start_ns, e.end_ns))]
+
+    def digests(log: EventLog) -> list[tuple[int, str, str, str]]:
+        return [
+            (e.seq, e.call_id, sha256(e.input_json).hexdigest(), sha256(e.output_json or b"").hexdigest()) for e in log
+        ]
+
+    assert comparable(remote) == comparable(local)
+    assert digests(remote) == digests(local)
+    assert all(abs(a - b) <= 1000 for a, b in zip(times(remote), times(local), strict=True))
+
+
 def _microsecond(value: int | str | None) -> int:
     """Phoenix's float-derived nanoseconds, back on the microsecond it stored."""
     if value in (None, ""):
@@ -296,6 +323,18 @@ def shared_phoenix() -> Phoenix:
     atexit.register(_stop, phoenix)
     _shared = phoenix
     return phoenix
+
+
+def phoenix_for_tests() -> Phoenix:
+    """The shared Phoenix; where it cannot run, the test skips, except under ``CI=true``, where it fails."""
+    import pytest
+
+    try:
+        return shared_phoenix()
+    except PhoenixUnavailable as exc:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"Phoenix is needed in CI and could not run: {exc}")
+        pytest.skip(f"Phoenix could not run here: {exc}")
 
 
 def _stop(phoenix: Phoenix) -> None:

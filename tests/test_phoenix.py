@@ -12,8 +12,6 @@ under ``CI=true``, where they fail.
 
 from __future__ import annotations
 
-import dataclasses
-import hashlib
 import json
 import os
 from collections.abc import Iterator
@@ -27,8 +25,7 @@ from opentelemetry.sdk.trace import TracerProvider
 
 import spanreplay
 from messages_api_server import MODEL, MessagesAPIServer, instrument, reply, serve, text, tool_use
-from phoenix_receiver import Phoenix, PhoenixUnavailable, shared_phoenix
-from spanreplay._events import EventLog
+from phoenix_receiver import Phoenix, assert_same_run, phoenix_for_tests
 from spanreplay._loader import _build
 from spanreplay.exporters._otlp import OtlpExportStats
 
@@ -38,14 +35,7 @@ server = pytest.fixture(serve, name="server")
 instrumented = pytest.fixture(instrument, name="instrumented")
 
 
-@pytest.fixture(scope="module")
-def phoenix() -> Phoenix:
-    try:
-        return shared_phoenix()
-    except PhoenixUnavailable as exc:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"Phoenix is needed in CI and could not run: {exc}")
-        pytest.skip(f"Phoenix could not run here: {exc}")
+phoenix = pytest.fixture(phoenix_for_tests, name="phoenix", scope="module")
 
 
 # --- the agent ---------------------------------------------------------------------------
@@ -101,26 +91,6 @@ def script(server: MessagesAPIServer) -> None:
     )
 
 
-# --- comparing -----------------------------------------------------------------------
-
-
-def comparable(log: EventLog) -> tuple[Any, ...]:
-    """The log without what Phoenix does not keep: times below the microsecond, and the resource."""
-    run = dataclasses.replace(log.run, service_name="", start_ns=0, end_ns=0)
-    return (run, tuple(dataclasses.replace(e, start_ns=0, end_ns=0) for e in log))
-
-
-def times(log: EventLog) -> list[int]:
-    return [log.run.start_ns, log.run.end_ns, *(t for e in log for t in (e.start_ns, e.end_ns))]
-
-
-def digests(log: EventLog) -> list[tuple[int, str, str, str]]:
-    return [
-        (e.seq, e.call_id, hashlib.sha256(e.input_json).hexdigest(), hashlib.sha256(e.output_json or b"").hexdigest())
-        for e in log
-    ]
-
-
 @pytest.fixture
 def record_to(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, server: MessagesAPIServer, instrumented: None
@@ -167,9 +137,7 @@ def test_the_event_log_read_back_from_phoenix_equals_the_trace_files(
     assert len(records) == spans
     remote = _build(run_id, records, phoenix.url)
 
-    assert comparable(remote) == comparable(local)
-    assert digests(remote) == digests(local)
-    assert all(abs(a - b) <= 1000 for a, b in zip(times(remote), times(local), strict=True))
+    assert_same_run(remote, local)
     assert remote.run.status == "ok"
     failed = [e for e in remote if e.failed]
     assert [(e.key, e.error.type_name if e.error else "") for e in failed] == [("track_shipment", "TimeoutError")]
