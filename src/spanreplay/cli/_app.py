@@ -27,7 +27,6 @@ from ._demo import demo_command
 from ._export import export_command
 from ._prune import prune_command
 from ._push import push_command
-from ._push import push_command
 from ._replay import replay_command
 from ._report import report_command
 from ._runs import runs_command
@@ -100,7 +99,6 @@ def cli(ctx: click.Context, debug: bool) -> None:
     spanreplay replay traces/ RUN --entry m:main  run the agent code against the recording
     spanreplay cost traces/ --by month            tokens and USD per agent, the runs that burned too much
     spanreplay push traces/ --endpoint URL        send the runs to a Collector, Jaeger, Tempo (OTLP)
-    spanreplay push traces/ --endpoint URL        send the runs to a Collector, Jaeger, Tempo (OTLP)
     spanreplay report traces/ RUN -o run.html     one run as a page: timeline, cost per step, payloads
 
     Exit codes: 0 ok, 2 bad input (an unreadable source, an unknown run, a bad
@@ -120,7 +118,6 @@ cli.add_command(db_command)
 cli.add_command(cost_command)
 cli.add_command(report_command)
 cli.add_command(convert_command)
-cli.add_command(push_command)
 cli.add_command(push_command)
 
 
