@@ -458,6 +458,8 @@ class OtlpSpanProcessor(SpanProcessor):
         self.max_export_batch_size = min(batch, self.max_queue_size)
         self.schedule_delay = schedule_delay or _env_number("OTEL_BSP_SCHEDULE_DELAY", 5000) / 1000
         self.shutdown_timeout = shutdown_timeout
+        # configure() silences a processor rather than removing it (an SDK provider cannot).
+        self.enabled = True
         self._init_state()
         _processors.add(self)
 
@@ -483,7 +485,7 @@ class OtlpSpanProcessor(SpanProcessor):
 
     def on_end(self, span: ReadableSpan) -> None:
         # The agent's thread: no I/O, no logging, no lock the sender holds while sending.
-        if self._closing or not span.context.trace_flags.sampled:
+        if self._closing or not self.enabled or not span.context.trace_flags.sampled:
             return
         if len(self._queue) >= self.max_queue_size:
             with self._drop_lock:
