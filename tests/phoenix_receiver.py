@@ -340,3 +340,16 @@ def phoenix_for_tests() -> Phoenix:
 def _stop(phoenix: Phoenix) -> None:
     phoenix.__exit__()
     shutil.rmtree(phoenix.working_dir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    # CI installs Phoenix ahead of the tests, so the install time shows on its own line:
+    #   python tests/phoenix_receiver.py
+    try:
+        python, took = ensure_installed()
+    except PhoenixUnavailable as exc:
+        sys.exit(f"error: {exc}")
+    print(
+        f"arize-phoenix {PHOENIX_VERSION} ready in {python.parent.parent}"
+        + (f" (installed in {took:.0f} s)" if took else " (cached)")
+    )

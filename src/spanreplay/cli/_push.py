@@ -54,17 +54,36 @@ class PushFailed(Exception):
 
 @click.command("push")
 @click.argument("source")
-@click.option("--endpoint", required=True, metavar="URL",
-              help="The OTLP endpoint: http://HOST:4318 (HTTP; /v1/traces is added) or http://HOST:4317 for gRPC.")
-@click.option("--protocol", type=click.Choice(PROTOCOLS), default=None,
-              help="OTLP over HTTP/protobuf or gRPC [default: OTEL_EXPORTER_OTLP_PROTOCOL, else http/protobuf].")
+@click.option(
+    "--endpoint",
+    required=True,
+    metavar="URL",
+    help="The OTLP endpoint: http://HOST:4318 (HTTP; /v1/traces is added) or http://HOST:4317 for gRPC.",
+)
+@click.option(
+    "--protocol",
+    type=click.Choice(PROTOCOLS),
+    default=None,
+    help="OTLP over HTTP/protobuf or gRPC [default: OTEL_EXPORTER_OTLP_PROTOCOL, else http/protobuf].",
+)
 @click.option("--run", "run_ids", multiple=True, metavar="RUN", help="Send only this run (repeat for several).")
-@click.option("--header", "headers", multiple=True, metavar="NAME=VALUE",
-              help="A header for every request (repeatable); OTEL_EXPORTER_OTLP_HEADERS is read too.")
-@click.option("--batch-size", default=512, show_default=True, type=click.IntRange(1, 100_000),
-              help="Most spans per request.")
-@click.option("--timeout", default=10.0, show_default=True, type=click.FloatRange(0.1, 600),
-              help="Seconds to wait for each request.")  # fmt: skip
+@click.option(
+    "--header",
+    "headers",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="A header for every request (repeatable); OTEL_EXPORTER_OTLP_HEADERS is read too.",
+)
+@click.option(
+    "--batch-size", default=512, show_default=True, type=click.IntRange(1, 100_000), help="Most spans per request."
+)
+@click.option(
+    "--timeout",
+    default=10.0,
+    show_default=True,
+    type=click.FloatRange(0.1, 600),
+    help="Seconds to wait for each request.",
+)
 def push_command(
     source: str,
     endpoint: str,
