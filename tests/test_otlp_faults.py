@@ -263,3 +263,30 @@ def test_spans_recorded_but_not_sampled_are_not_sent() -> None:
         provider.shutdown()
     assert receiver.attempts == 0
     assert processor.stats == type(processor.stats)()
+
+
+def test_a_forked_child_sends_its_own_spans_through_a_sender_of_its_own(
+    otlp: Callable[..., OtlpSpanProcessor],
+) -> None:
+    with HttpReceiver("ok") as receiver:
+        processor = otlp(receiver.url, "http/protobuf")
+        parent_run, _ = run_agent(2)
+        pid = os.fork()
+        if pid == 0:  # the child: record, flush, and report by exit status only
+            try:
+                run_agent(3)
+                ok = processor.force_flush(5000) and processor.stats.exported == 4
+                os._exit(0 if ok else 1)
+            finally:
+                os._exit(2)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        assert processor.force_flush(5000)
+        shut_down(processor)
+    runs = {
+        next(kv.value.string_value for kv in span.attributes if kv.key == "spanreplay.run.id")
+        for span in receiver.spans()
+    }
+    assert parent_run in runs
+    assert len(runs) == 2  # the parent's run and the child's
+    assert processor.stats.exported == 3  # the parent counts only its own

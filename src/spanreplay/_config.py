@@ -18,7 +18,7 @@ from . import _semconv as sc
 from ._context import current_run_id
 from .errors import ConfigurationError
 from .exporters._file import DurableFileSpanProcessor
-from .exporters._otlp import OtlpSpanProcessor, build_exporter
+from .exporters._otlp import OtlpSpanProcessor
 from .exporters._otlp import resource as otlp_resource
 from .exporters._otlp_json import attributes_of
 from .masking import Masker, MaskingConfig, masker_for
@@ -260,7 +260,7 @@ def _otlp_requested() -> bool:
 
 def _otlp_processor(provider: TracerProvider, strict: bool) -> OtlpSpanProcessor | None:
     try:
-        processor = OtlpSpanProcessor(build_exporter())
+        processor = OtlpSpanProcessor.from_environment()
     except Exception:
         if strict:
             raise

@@ -222,11 +222,20 @@ class GuardedExporter(SpanExporter):
     Args:
         inner: the SDK exporter (``build_exporter()``).
         endpoint: shown in messages; by default the inner exporter's own.
+        factory: builds another inner exporter; a forked child uses it rather than
+            the parent's connections (a gRPC channel, pooled HTTP sockets).
     """
 
-    def __init__(self, inner: SpanExporter, *, endpoint: str | None = None) -> None:
+    def __init__(
+        self, inner: SpanExporter, *, endpoint: str | None = None, factory: Callable[[], SpanExporter] | None = None
+    ) -> None:
         self.inner = inner
         self.endpoint = endpoint or str(getattr(inner, "_endpoint", "") or "the OTLP endpoint")
+        self._factory = factory
+        self._stale = False
+        self._reset()
+
+    def _reset(self) -> None:
         self.stats = OtlpExportStats()
         self._lock = threading.Lock()
         self._failing = False
@@ -234,6 +243,11 @@ class GuardedExporter(SpanExporter):
         self._reported = False
         self._in_flight = 0
         self._abandoned = False
+
+    def after_fork(self) -> None:
+        """In a forked child: counts of its own, and a new inner exporter on first use."""
+        self._reset()
+        self._stale = self._factory is not None
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         if not spans:
@@ -247,6 +261,8 @@ class GuardedExporter(SpanExporter):
         error: BaseException | None = None
         with _withholding() as sink:
             try:
+                if self._stale and self._factory is not None:
+                    self.inner, self._stale = self._factory(), False
                 result = self.inner.export(spans)
             except Exception as exc:  # telemetry never breaks the agent, nor its sender thread
                 logger.debug("spanreplay: the OTLP exporter raised", exc_info=True)
@@ -463,6 +479,17 @@ class OtlpSpanProcessor(SpanProcessor):
         self._init_state()
         _processors.add(self)
 
+    @classmethod
+    def from_environment(cls) -> OtlpSpanProcessor:
+        """The processor ``configure()`` adds: the exporter the standard variables describe.
+
+        Raises:
+            ConfigurationError: a protocol the Python exporter does not speak.
+        """
+        protocol = protocol_from_environment()
+        exporter = build_exporter(protocol)
+        return cls(GuardedExporter(exporter, factory=lambda: build_exporter(protocol)))
+
     @property
     def stats(self) -> OtlpExportStats:
         return self.exporter.stats
@@ -587,6 +614,7 @@ def _after_fork() -> None:
     # its own, empty (the parent sends what it had queued).
     for processor in list(_processors):
         if not processor._closing:
+            processor.exporter.after_fork()
             processor._init_state()
 
 
