@@ -68,8 +68,15 @@ def ensure_installed() -> tuple[Path, float]:
     ready = venv / _CONVENTIONS_FILE
     if ready.exists():
         return python, 0.0
-    venv.parent.mkdir(parents=True, exist_ok=True)
-    with open(venv.parent / f"{PHOENIX_VERSION}.lock", "w") as lock:
+    try:
+        venv.parent.mkdir(parents=True, exist_ok=True)
+        lock = open(venv.parent / f"{PHOENIX_VERSION}.lock", "w")  # noqa: SIM115 (closed by the with below)
+    except OSError as exc:
+        raise PhoenixUnavailable(
+            f"cannot create the Phoenix virtualenv at {venv} ({exc.strerror or exc}); "
+            "set SPANREPLAY_PHOENIX_VENV to a writable directory."
+        ) from None
+    with lock:
         # Two test processes (or CI jobs on one runner) must not build one venv at once.
         fcntl.flock(lock, fcntl.LOCK_EX)
         if ready.exists():
