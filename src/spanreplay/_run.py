@@ -530,7 +530,7 @@ class RecordingRun(Run):
         """Mask the opt-in GenAI message-content attributes (JSON text) in place."""
         if self._masking is None:
             return
-        for name, part in ((sc.GEN_AI_INPUT_MESSAGES, "input"), (sc.GEN_AI_OUTPUT_MESSAGES, "output")):
+        for name, part in _CONTENT_ATTRIBUTES:
             text = attributes.get(name)
             if isinstance(text, str):
                 try:
@@ -821,9 +821,7 @@ class Call:
             self._failure("set attributes on")
 
     def _masked_content(self, attributes: dict[str, Any]) -> dict[str, Any]:
-        if isinstance(self.run, RecordingRun) and (
-            sc.GEN_AI_INPUT_MESSAGES in attributes or sc.GEN_AI_OUTPUT_MESSAGES in attributes
-        ):
+        if isinstance(self.run, RecordingRun) and any(name in attributes for name, _ in _CONTENT_ATTRIBUTES):
             attributes = dict(attributes)
             self.run._mask_content(self.kind, self.key, attributes)
         return attributes
@@ -840,6 +838,15 @@ class Call:
         run = self.run
         if isinstance(run, RecordingRun):
             run._internal_failure(f"{what} call {self.call_id}")
+
+
+# The opt-in GenAI message-content attributes (JSON text), masked like the payload
+# part they repeat.
+_CONTENT_ATTRIBUTES = (
+    (sc.GEN_AI_INPUT_MESSAGES, "input"),
+    (sc.GEN_AI_SYSTEM_INSTRUCTIONS, "input"),
+    (sc.GEN_AI_OUTPUT_MESSAGES, "output"),
+)
 
 
 def _same_error(recorded: ErrorInfo, exc: BaseException, message: Callable[[BaseException], str] = str) -> bool:
