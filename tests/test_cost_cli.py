@@ -397,8 +397,10 @@ def test_postgres_gives_the_same_costs_and_outliers_as_the_trace_files(
     db_runs = {r["run_id"]: r for r in json.loads(invoke("runs", pg_dsn, "--json").stdout)}
     for run_id, group in from_files.items():
         assert db_runs[run_id]["usd"] == pytest.approx(group["usd"], rel=1e-12)
-    outliers = cost_json(pg_dsn)["outliers"]
-    assert {o["run_id"] for o in outliers} == {fleet.loop, fleet.growing}
+    from_db_outliers = {o["run_id"]: o["causes"] for o in cost_json(pg_dsn)["outliers"]}
+    from_files_outliers = {o["run_id"]: o["causes"] for o in cost_json(str(directory))["outliers"]}
+    assert set(from_db_outliers) == {fleet.loop, fleet.growing}
+    assert from_db_outliers == from_files_outliers
 
 
 # --- bad input ----------------------------------------------------------------------------------------

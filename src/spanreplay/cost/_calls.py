@@ -234,7 +234,7 @@ def _run_facts(run_id: str, root: SpanRecord) -> RunFacts:
 
 def _call(run_id: str, seq: int | None, span: SpanRecord) -> ModelCall:
     attributes = span.attributes
-    digest = attributes.get(sc.INPUT + sc.SHA256_SUFFIX)
+    digest = _input_digest(attributes, attributes.get(sc.INPUT + sc.SHA256_SUFFIX))
     return ModelCall(
         run_id=run_id,
         seq=seq,
@@ -247,6 +247,14 @@ def _call(run_id: str, seq: int | None, span: SpanRecord) -> ModelCall:
         trace_id=span.trace_id,
         span_id=span.span_id,
     )
+
+
+def _input_digest(attributes: Mapping[str, Any], payload_digest: Any) -> str | None:
+    """The sha256 of the whole input: an input written as the messages added to an earlier
+    one's carries the full input's digest beside its own."""
+    full = attributes.get(sc.INPUT_FULL_SHA256)
+    digest = full if isinstance(full, str) else payload_digest
+    return digest if isinstance(digest, str) else None
 
 
 def model_of(attributes: Mapping[str, Any], span_name: str = "") -> str:
@@ -314,10 +322,12 @@ def _number(value: Any) -> float | None:
 # --- Postgres ------------------------------------------------------------------------------
 
 _RUNS_SQL: Final = "SELECT run_id, agent, status, start_ns, end_ns, span_id, trace_id FROM agent_runs"
-# md5 in the database: the payloads stay there, only their digests travel.
+# The digest is taken in the database, so the payloads stay there; it is the sha256
+# the span carried (spanreplay.input.sha256), of the same bytes.
 _STEPS_SQL: Final = (
-    "SELECT run_id, step_number, key, start_ns, error_text IS NOT NULL, md5(input_text), attributes::text, "
-    "trace_id, span_id FROM agent_steps WHERE step_type = %s ORDER BY start_ns, run_id, step_number"
+    "SELECT run_id, step_number, key, start_ns, error_text IS NOT NULL, "
+    "encode(sha256(convert_to(input_text, 'UTF8')), 'hex'), attributes::text, trace_id, span_id "
+    "FROM agent_steps WHERE step_type = %s ORDER BY start_ns, run_id, step_number"
 )
 
 
@@ -366,7 +376,7 @@ def _row_call(row: tuple[Any, ...]) -> ModelCall | None:
         start_ns=start_ns or 0,
         usage=usage_of(attributes),
         failed=bool(failed),
-        input_digest=digest,
+        input_digest=_input_digest(attributes, digest),
         recorded_cost=_number(attributes.get(sc.GEN_AI_USAGE_COST)),
         trace_id=trace_id or "",
         span_id=span_id or "",
