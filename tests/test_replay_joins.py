@@ -35,7 +35,8 @@ def test_a_call_cancelled_by_a_failing_sibling_replays_to_the_same_failure(trace
         asyncio.run(gathered_agent())
     log = spanreplay.load(trace_dir, run.run_id)
     slow = next(e for e in log if e.key == "slow_lookup")
-    assert slow.error is not None and slow.error.type_name == "CancelledError"
+    assert slow.error is not None
+    assert slow.error.type_name == "CancelledError"
 
     REAL_CALLS.clear()
     with pytest.raises(ConnectionError, match="refund service refused A-1"), spanreplay.replay(log) as replaying:
