@@ -17,8 +17,10 @@ What the agent can wait for, at most:
 
 The sender sends batches of ``OTEL_BSP_MAX_EXPORT_BATCH_SIZE`` spans every
 ``OTEL_BSP_SCHEDULE_DELAY`` milliseconds, each bounded by
-``OTEL_EXPORTER_OTLP_TIMEOUT`` seconds (retries included). Spans it could not
-deliver are counted in ``stats``; the first failure of an outage is logged once,
+``OTEL_EXPORTER_OTLP_TIMEOUT`` seconds (retries included). After a failure it
+backs off (1 s, doubling up to 30 s) and drops batches untried meanwhile, so an
+outage costs the agent no encoding work; an explicit ``force_flush`` still
+tries. Spans it could not deliver are counted in ``stats``; the first failure of an outage is logged once,
 with its cause and the fix, and the endpoint answering again is logged once with
 the count. The SDK's own per-attempt log lines about these exports are withheld
 (they repeat for every batch); those about the application's own exporters pass.
@@ -56,6 +58,9 @@ __all__ = ["GuardedExporter", "OtlpExportStats", "OtlpSpanProcessor", "build_exp
 
 PROTOCOLS: Final = ("grpc", "http/protobuf")
 SHUTDOWN_TIMEOUT_S: Final = 2.0
+# After a failed export the sender drops batches untried for this long, doubling up to the maximum.
+_FIRST_BACKOFF_S: Final = 1.0
+_MAX_BACKOFF_S: Final = 30.0
 DEPLOYMENT_ENVIRONMENT: Final = "deployment.environment"
 DEPLOYMENT_ENVIRONMENT_NAME: Final = "deployment.environment.name"
 _DEFAULT_SERVICE: Final = "agent"
@@ -238,6 +243,8 @@ class GuardedExporter(SpanExporter):
     def _reset(self) -> None:
         self.stats = OtlpExportStats()
         self._lock = threading.Lock()
+        self._retry_at = 0.0
+        self._backoff = 0.0
         self._failing = False
         self._dropped_in_outage = 0
         self._reported = False
@@ -274,11 +281,23 @@ class GuardedExporter(SpanExporter):
         if result is SpanExportResult.SUCCESS:
             self._succeeded(len(spans))
         else:
+            with self._lock:
+                self._backoff = min(max(self._backoff * 2, _FIRST_BACKOFF_S), _MAX_BACKOFF_S)
+                self._retry_at = time.monotonic() + self._backoff
             self.failed(len(spans), lambda: _cause(sink, error, self.endpoint, len(spans)))
         return result
 
+    def ready(self) -> bool:
+        """False while the endpoint is backed off after a failure (1 s, doubling up to 30 s)."""
+        return not self._failing or time.monotonic() >= self._retry_at
+
+    def skip(self, count: int) -> None:
+        """Count a batch dropped without trying it: the endpoint is backed off."""
+        self.failed(count, lambda: ("it failed moments ago and is backed off", "see the first failure."), export=False)
+
     def _succeeded(self, count: int) -> None:
         with self._lock:
+            self._backoff = 0.0
             self.stats.exported += count
             recovered, dropped = self._failing, self._dropped_in_outage
             self._failing, self._dropped_in_outage, self._reported = False, 0, False
@@ -502,8 +521,7 @@ class OtlpSpanProcessor(SpanProcessor):
         self._flushed = 0
         self._closing = False
         self._deadline = float("inf")
-        self._full_drops = 0
-        self._drop_lock = threading.Lock()
+        self._full_drops: list[None] = []
         self._thread = threading.Thread(target=self._run, name="spanreplay-otlp", daemon=True)
         self._thread.start()
 
@@ -515,9 +533,10 @@ class OtlpSpanProcessor(SpanProcessor):
         if self._closing or not self.enabled or not span.context.trace_flags.sampled:
             return
         if len(self._queue) >= self.max_queue_size:
-            with self._drop_lock:
-                self._full_drops += 1
-            self._wake.set()  # the sender reports it
+            # One list append counts it: atomic, and cheaper than a lock on this hot path.
+            self._full_drops.append(None)
+            if not self._wake.is_set():
+                self._wake.set()  # the sender reports it
             return
         self._queue.append(span)
         if len(self._queue) >= self.max_export_batch_size and not self._wake.is_set():
@@ -530,26 +549,32 @@ class OtlpSpanProcessor(SpanProcessor):
             with self._idle:
                 wanted = self._flush_requests
             self._report_full_queue()
+            flushing = wanted > self._flushed
             while self._queue and not (self._closing and time.monotonic() > self._deadline):
-                self._send(min(len(self._queue), self.max_export_batch_size))
+                self._send(min(len(self._queue), self.max_export_batch_size), attempt=flushing)
             with self._idle:
                 self._flushed = wanted
                 self._idle.notify_all()
             if self._closing:
                 return
 
-    def _send(self, count: int) -> None:
+    def _send(self, count: int, *, attempt: bool) -> None:
         batch = []
         for _ in range(count):
             try:
                 batch.append(self._queue.popleft())
             except IndexError:
                 break
-        self.exporter.export(batch)  # a GuardedExporter: never raises
+        if attempt or self.exporter.ready():
+            self.exporter.export(batch)  # a GuardedExporter: never raises
+        else:
+            # The endpoint failed moments ago: encoding this batch only to fail again
+            # would take the interpreter from the agent. An explicit flush still tries.
+            self.exporter.skip(len(batch))
 
     def _report_full_queue(self) -> None:
-        with self._drop_lock:
-            dropped, self._full_drops = self._full_drops, 0
+        dropped = len(self._full_drops)
+        del self._full_drops[:dropped]  # one operation: an append meanwhile is kept for the next report
         if dropped:
             self.exporter.failed(
                 dropped,
