@@ -190,7 +190,9 @@ class CallCollector:
 
 
 def _looks_like_model_call(attributes: Mapping[str, Any]) -> bool:
-    if attributes.get(sc.GEN_AI_OPERATION_NAME) in _MODEL_OPERATIONS:
+    operation = attributes.get(sc.GEN_AI_OPERATION_NAME)
+    # Foreign spans may hold any attribute value, lists included: test before hashing.
+    if isinstance(operation, str) and operation in _MODEL_OPERATIONS:
         return True
     return any(
         name in attributes
