@@ -290,3 +290,32 @@ def test_a_forked_child_sends_its_own_spans_through_a_sender_of_its_own(
     assert parent_run in runs
     assert len(runs) == 2  # the parent's run and the child's
     assert processor.stats.exported == 3  # the parent counts only its own
+
+
+def test_after_a_failure_batches_are_dropped_untried_until_the_backoff_ends(
+    otlp: Callable[..., OtlpSpanProcessor],
+) -> None:
+    with HttpReceiver("503") as receiver:
+        processor = otlp(receiver.url, "http/protobuf", OTEL_BSP_MAX_EXPORT_BATCH_SIZE="10")
+        run_agent()  # 201 spans: 21 batches, made well within the first second of backoff
+        shut_down(processor)
+    assert processor.stats.dropped == STEPS + 1
+    # One export, not 21: encoding batches for an endpoint that just refused would
+    # take the interpreter from the agent for nothing. (The SDK may retry a 503 once
+    # within that export's timeout.)
+    assert processor.stats.failed_exports == 1
+    assert receiver.attempts <= 2
+
+
+def test_an_explicit_flush_tries_even_while_backed_off(otlp: Callable[..., OtlpSpanProcessor]) -> None:
+    with HttpReceiver("503") as receiver:
+        processor = otlp(receiver.url, "http/protobuf")
+        run_agent(5)
+        assert processor.force_flush(5000)
+        receiver.mode = "ok"
+        run_agent(5)
+        assert processor.force_flush(5000)  # within the backoff, and sent all the same
+        shut_down(processor)
+    assert processor.stats.exported == 6
+    assert len(receiver.requests) == 1
+    assert len(receiver.spans()) == 6  # the second run, sent in one request
