@@ -313,7 +313,7 @@ class _Sender:
             raise PushFailed(f"nothing answered: {cause}", retry=isinstance(cause, TimeoutError)) from None
 
     def _grpc(self, request: ExportTraceServiceRequest) -> ExportTraceServiceResponse:
-        import grpc  # type: ignore[import-untyped]
+        import grpc
 
         try:
             response: ExportTraceServiceResponse = self._stub.Export(

@@ -118,7 +118,7 @@ def build_exporter(protocol: str | None = None, *, timeout: float | None = None)
     """
     protocol = protocol or protocol_from_environment()
     if protocol == "grpc":
-        from grpc import StatusCode  # type: ignore[import-untyped]
+        from grpc import StatusCode
         from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcExporter
 
         # RESOURCE_EXHAUSTED is what gRPC answers to a message above the receiver's
