@@ -293,11 +293,13 @@ def test_a_forked_child_sends_its_own_spans_through_a_sender_of_its_own(
 
 
 def test_after_a_failure_batches_are_dropped_untried_until_the_backoff_ends(
-    otlp: Callable[..., OtlpSpanProcessor],
+    otlp: Callable[..., OtlpSpanProcessor], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # A first backoff longer than the run, so a loaded machine cannot end it mid-run.
+    monkeypatch.setattr("spanreplay.exporters._otlp._FIRST_BACKOFF_S", 60.0)
     with HttpReceiver("503") as receiver:
         processor = otlp(receiver.url, "http/protobuf", OTEL_BSP_MAX_EXPORT_BATCH_SIZE="10")
-        run_agent()  # 201 spans: 21 batches, made well within the first second of backoff
+        run_agent()  # 201 spans: 21 batches, all made within the first backoff
         shut_down(processor)
     assert processor.stats.dropped == STEPS + 1
     # One export, not 21: encoding batches for an endpoint that just refused would
