@@ -17,9 +17,8 @@ Replay::
 
 from __future__ import annotations
 
-import typing as _typing
-
 import importlib.metadata as _metadata
+import typing as _typing
 
 try:
     __version__ = _metadata.version("spanreplay")
@@ -49,6 +48,7 @@ from .errors import (
     UnexpectedCallError,
 )
 from .instrumentation.tools import tool
+from .masking import MaskingConfig
 from .readers import SpanReplayWarning
 
 
@@ -69,6 +69,7 @@ __all__ = [
     "EventLog",
     "InputChangedError",
     "LeftoverEventsError",
+    "MaskingConfig",
     "Mode",
     "OutcomeChangedError",
     "PayloadIntegrityError",
