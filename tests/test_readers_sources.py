@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import gzip
 import io
+import os
+import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import orjson
@@ -315,17 +318,26 @@ def test_glob_without_matches_and_missing_path_fail_with_the_fix(tmp_path: Path)
         expand(tmp_path / "nope")
 
 
-def test_unreadable_file_fails_naming_it(tmp_path: Path) -> None:
-    path = write_lines(tmp_path / "locked.jsonl", numbered_docs(1))
-    path.chmod(0)
-    try:
-        path.read_bytes()
-    except PermissionError:
-        pass
-    else:
-        pytest.skip("running with privileges that read any file")
-    with pytest.raises(TraceFormatError, match=r"Cannot open .*locked\.jsonl: Permission denied"):
-        list(iter_spans(path))
+def test_unreadable_file_fails_naming_it() -> None:
+    # Root reads any file, so as root the reader runs in a child that drops to nobody;
+    # the directory is world-traversable so only the file itself is off limits.
+    with tempfile.TemporaryDirectory() as directory:
+        os.chmod(directory, 0o755)
+        path = write_lines(Path(directory) / "locked.jsonl", numbered_docs(1))
+        path.chmod(0)
+        if os.geteuid() != 0:
+            with pytest.raises(TraceFormatError, match=r"Cannot open .*locked\.jsonl: Permission denied"):
+                list(iter_spans(path))
+            return
+        # The interpreter lives under /root, so the child imports first, then drops to nobody.
+        code = (
+            "import os, sys, spanreplay, spanreplay.readers as r\n"
+            "os.setgid(65534)\nos.setuid(65534)\n"
+            "try:\n    list(r.iter_spans(sys.argv[1]))\n"
+            "except spanreplay.TraceFormatError as exc:\n    print(exc)\n"
+        )
+        done = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=True)
+        assert re.search(r"Cannot open .*locked\.jsonl: Permission denied", done.stdout), done.stdout + done.stderr
 
 
 def test_read_file_stops_cleanly_when_the_caller_stops(tmp_path: Path) -> None:
