@@ -20,7 +20,16 @@ from pathlib import Path
 from _common import Figure, table
 
 HERE = Path(__file__).resolve().parent
-BENCHMARKS = ("bench_record.py", "bench_replay.py", "bench_loader.py")
+BENCHMARKS = (
+    "bench_record.py",
+    "bench_replay.py",
+    "bench_loader.py",
+    "bench_formats.py",
+    "bench_masking.py",
+    "bench_otlp.py",
+    "bench_postgres.py",  # needs PostgreSQL at 127.0.0.1:5432 or SPANREPLAY_TEST_PG_DSN
+    "bench_cost.py",
+)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
