@@ -222,20 +222,6 @@ def test_a_masked_email_passed_from_one_tool_to_the_next_replays_without_diverge
     assert replaying.outcome == "completed"
 
 
-def test_replay_without_the_recording_key_reports_the_changed_input(
-    tmp_path: Path, provider: TracerProvider, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.delenv("SPANREPLAY_MASK_KEY", raising=False)
-    directory = tmp_path / "traces"
-    spanreplay.configure(trace_dir=directory, tracer_provider=provider, masking=MaskingConfig(key="k1"), strict=True)
-    with spanreplay.record(agent="support") as run:
-        spanreplay.boundary("tool", "send_email", {"to": "jane@example.com"}, lambda: "sent")
-    log = spanreplay.load(directory, run.run_id)
-    spanreplay.configure(trace_dir=None, tracer_provider=provider, masking=MaskingConfig(key="k2"), strict=True)
-    with pytest.raises(spanreplay.InputChangedError, match=r"<email:[0-9a-f]{8}>"), spanreplay.replay(log):
-        spanreplay.boundary("tool", "send_email", {"to": "jane@example.com"}, lambda: "sent")
-
-
 def test_a_kept_field_replays_its_real_value(tmp_path: Path, provider: TracerProvider) -> None:
     directory = tmp_path / "traces"
     config = MaskingConfig(rules=[keep("status", kind="tool", key="ticket")])
@@ -319,3 +305,35 @@ def test_spanreplay_show_says_which_paths_were_masked_by_which_rule(tmp_path: Pa
     assert "masked in the input: token (field:token)" in printed.stdout
     assert "masked in the output: contact (email)" in printed.stdout
     assert "jane@example.com" not in printed.stdout + as_json.stdout
+
+
+def test_replay_refuses_masking_other_than_the_recording_s_naming_both(tmp_path: Path) -> None:
+    provider = TracerProvider()
+    spanreplay.configure(
+        trace_dir=tmp_path, tracer_provider=provider, masking=MaskingConfig(key="recording key"), strict=True
+    )
+    with spanreplay.record(agent="keys") as run:
+        spanreplay.boundary("tool", "lookup", {"email": "ana@example.com"}, lambda: "found")
+    log = spanreplay.load(tmp_path, run.run_id)
+    assert log.run.masking is not None
+    assert log.run.masking.startswith("keyed:")
+
+    # Another key would pseudonymize the current inputs differently: refused up front.
+    spanreplay.configure(
+        trace_dir=tmp_path, tracer_provider=provider, masking=MaskingConfig(key="another key"), strict=True
+    )
+    with pytest.raises(
+        spanreplay.ConfigurationError, match=r"recorded with the mask key whose id is [0-9a-f]{8}.*SPANREPLAY_MASK_KEY"
+    ):
+        spanreplay.replay(log)
+    spanreplay.configure(trace_dir=tmp_path, tracer_provider=provider, masking=False, strict=True)
+    with pytest.raises(spanreplay.ConfigurationError, match="replay would mask with masking off"):
+        spanreplay.replay(log)
+
+    # The recording's own key replays it.
+    spanreplay.configure(
+        trace_dir=tmp_path, tracer_provider=provider, masking=MaskingConfig(key="recording key"), strict=True
+    )
+    with spanreplay.replay(log) as replaying:
+        assert spanreplay.boundary("tool", "lookup", {"email": "ana@example.com"}, lambda: "real") == "found"
+    assert replaying.outcome == "completed"

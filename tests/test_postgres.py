@@ -876,3 +876,38 @@ def test_prune_removes_exactly_the_runs_past_their_retention_in_postgres(
     assert "Removed 3 run(s) (1 ok older than 7d, 2 failed or crashed older than 90d); kept 3." in done.output
     assert {r.run_id for r in spanreplay.runs(pg_dsn)} == set(keep)
     assert query(pg_dsn, "SELECT DISTINCT run_id FROM agent_steps ORDER BY run_id") == [(r,) for r in sorted(keep)]
+
+
+def test_upgrade_brings_a_version_1_database_to_the_latest_and_keeps_its_runs(pg_server: str) -> None:
+    import psycopg
+
+    from spanreplay.postgres import LATEST, MIGRATIONS, upgrade, version
+    from spanreplay.postgres._schema import MIGRATIONS_TABLE
+
+    schema = f"sr_test_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(pg_server, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+    dsn = _with_schema(pg_server, schema)
+    try:
+        # A database left at version 1 by an earlier release, holding one run.
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute(
+                f"CREATE TABLE {MIGRATIONS_TABLE} (version INTEGER PRIMARY KEY, name TEXT NOT NULL, "
+                "applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
+            )
+            conn.execute(MIGRATIONS[0].sql)
+            conn.execute(f"INSERT INTO {MIGRATIONS_TABLE} (version, name) VALUES (1, 'v1')")
+            conn.execute(
+                "INSERT INTO agent_runs (run_id, status, schema_version) VALUES (%s, 'ok', 1)",
+                ("run_20260101_000000_00000001",),
+            )
+        assert version(dsn) == 1
+        applied = upgrade(dsn)
+        assert [m.version for m in applied] == list(range(2, LATEST + 1))
+        assert version(dsn) == LATEST
+        with psycopg.connect(dsn) as conn:
+            row = conn.execute("SELECT run_id, masking FROM agent_runs").fetchone()
+        assert row == ("run_20260101_000000_00000001", None)
+    finally:
+        with psycopg.connect(pg_server, autocommit=True) as conn:
+            conn.execute(f"DROP SCHEMA {schema} CASCADE")

@@ -428,6 +428,7 @@ def span_to_run(span: SpanRecord) -> RunInfo:
         # isdecimal, not isdigit: int() refuses superscripts; 18 digits keep int() in range.
         steps=int(steps) if isinstance(steps, (int, str)) and str(steps).isdecimal() and len(str(steps)) < 19 else None,
         forked_from=attrs.get(sc.RUN_FORKED_FROM),
+        masking=str(attrs[sc.RUN_MASKING]) if sc.RUN_MASKING in attrs else None,
     )
 
 

@@ -91,6 +91,7 @@ class RunInfo:
     service_name: str = ""
     steps: int | None = None
     forked_from: str | None = None
+    masking: str | None = None
 
     @property
     def started(self) -> datetime | None:

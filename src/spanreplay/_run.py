@@ -318,6 +318,7 @@ class RecordingRun(Run):
                 sc.SCHEMA: sc.SCHEMA_VERSION,
                 sc.GEN_AI_OPERATION_NAME: sc.OPERATION_INVOKE_AGENT,
                 sc.GEN_AI_AGENT_NAME: self.agent,
+                sc.RUN_MASKING: config.masker.fingerprint if config.masker is not None else "off",
             }
             if self.forked_from:
                 attributes[sc.RUN_FORKED_FROM] = self.forked_from
@@ -580,6 +581,9 @@ class ReplayingRun(Run):
         # Inputs are compared in their masked form, masked as when recording: a
         # masked value that a served output handed to the next input matches.
         current = masker()
+        recorded = events.run.masking
+        if recorded is not None and recorded != current.fingerprint:
+            raise ConfigurationError(_masking_mismatch(events.run_id, recorded, current.fingerprint))
         self._masking: MaskingSession | None = current.session() if current.enabled else None
 
     def _context_run_id(self) -> str | None:
@@ -687,6 +691,22 @@ class ReplayingRun(Run):
             return str(record["message"])
         masked = self._masking.mask("run", self.agent, record, part="error").value
         return str(masked.get("message", "")) if isinstance(masked, dict) else str(masked)
+
+
+def _masking_mismatch(run_id: str, recorded: str, current: str) -> str:
+    def said(fingerprint: str) -> str:
+        if fingerprint == "off":
+            return "with masking off"
+        if fingerprint == "placeholders":
+            return "with masking on and no key (plain placeholders)"
+        return f"with the mask key whose id is {fingerprint.removeprefix('keyed:')}"
+
+    return (
+        f"Run {run_id} was recorded {said(recorded)}, but replay would mask {said(current)}; the "
+        "current inputs would not match the recorded ones. Replay with the masking the run was "
+        "recorded with: the same SPANREPLAY_MASK_KEY (or MaskingConfig(key=...)), or "
+        "configure(masking=False) for a run recorded unmasked."
+    )
 
 
 def _served(event: Event, decode: Decoder | None) -> Any:

@@ -21,6 +21,8 @@ RUN_STATUS: Final = "spanreplay.run.status"
 RUN_ERROR: Final = "spanreplay.run.error"
 RUN_FORKED_FROM: Final = "spanreplay.run.forked_from"
 # How many boundaries the run started, written when it ends: lets readers spot lost spans.
+# How the run's payloads were masked ("off", "placeholders", "keyed:{key id}").
+RUN_MASKING: Final = "spanreplay.run.masking"
 RUN_STEPS: Final = "spanreplay.run.steps"
 # On the failure alert's log record: the command that replays the failed run.
 REPLAY_COMMAND: Final = "spanreplay.replay.command"

@@ -208,6 +208,18 @@ class Masker:
         """True when pseudonyms are keyed tokens, False when they are plain placeholders."""
         return self._pseudonyms.keyed
 
+    @property
+    def fingerprint(self) -> str:
+        """How this masker writes tokens: ``off``, ``placeholders`` or ``keyed:{key id}``.
+
+        Recorded on the run span, so replay can tell that it masks the current
+        input the way the recording was masked.
+        """
+        if not self.config.enabled:
+            return "off"
+        key_id = self._pseudonyms.key_id
+        return "placeholders" if key_id is None else f"keyed:{key_id}"
+
     def session(self) -> MaskingSession:
         """A session that remembers what it masked: one per run."""
         return MaskingSession(self)

@@ -58,6 +58,13 @@ class Pseudonyms:
     def __repr__(self) -> str:  # never shows the key
         return f"<Pseudonyms keyed={self.keyed}>"
 
+    @property
+    def key_id(self) -> str | None:
+        """A short keyed hash of a constant: tells keys apart without revealing one."""
+        if self._key is None:
+            return None
+        return hashlib.blake2b(b"spanreplay mask key id", key=self._key, digest_size=4).hexdigest()
+
     def token(self, label: str, canonical: str, *, pseudonymize: bool = True) -> str:
         """``<label:hash>`` of ``canonical`` with a key (and ``pseudonymize``), else ``<label>``."""
         if self._key is None or not pseudonymize:

@@ -49,17 +49,17 @@ ON CONFLICT (run_id, step_number) DO NOTHING
 # row is final. So copies may arrive in any order, any number of times.
 UPSERT_RUN: Final = """
 INSERT INTO agent_runs AS r (
-    run_id, agent, status, error, error_text, trace_id, span_id, service_name, forked_from,
+    run_id, agent, status, error, error_text, trace_id, span_id, service_name, forked_from, masking,
     started_at, ended_at, start_ns, end_ns, steps_started, schema_version
 ) VALUES (
     %(run_id)s, %(agent)s, %(status)s, %(error)s::jsonb, %(error_text)s, %(trace_id)s, %(span_id)s,
-    %(service_name)s, %(forked_from)s, %(started_at)s, %(ended_at)s, %(start_ns)s, %(end_ns)s,
+    %(service_name)s, %(forked_from)s, %(masking)s, %(started_at)s, %(ended_at)s, %(start_ns)s, %(end_ns)s,
     %(steps_started)s, %(schema_version)s
 )
 ON CONFLICT (run_id) DO UPDATE SET
     agent = EXCLUDED.agent, status = EXCLUDED.status, error = EXCLUDED.error,
     error_text = EXCLUDED.error_text, trace_id = EXCLUDED.trace_id, span_id = EXCLUDED.span_id,
-    service_name = EXCLUDED.service_name, forked_from = EXCLUDED.forked_from,
+    service_name = EXCLUDED.service_name, forked_from = EXCLUDED.forked_from, masking = EXCLUDED.masking,
     started_at = EXCLUDED.started_at, ended_at = EXCLUDED.ended_at, start_ns = EXCLUDED.start_ns,
     end_ns = EXCLUDED.end_ns, steps_started = EXCLUDED.steps_started,
     schema_version = EXCLUDED.schema_version
@@ -71,7 +71,8 @@ STEP_COLUMNS: Final = (
     "schema_version, trace_id, span_id, start_ns, end_ns, attributes::text"
 )
 RUN_COLUMNS: Final = (
-    "run_id, agent, status, error_text, trace_id, span_id, start_ns, end_ns, service_name, steps_started, forked_from"
+    "run_id, agent, status, error_text, trace_id, span_id, start_ns, end_ns, service_name, steps_started, forked_from, "
+    "masking"
 )
 
 
@@ -154,6 +155,7 @@ def run_params(span: SpanRecord) -> dict[str, Any]:
         "span_id": info.span_id,
         "service_name": info.service_name,
         "forked_from": info.forked_from,
+        "masking": info.masking,
         "started_at": _time(info.start_ns),
         "ended_at": _time(info.end_ns) if span.ended else None,
         "start_ns": info.start_ns,
@@ -194,7 +196,7 @@ def event_from_row(row: tuple[Any, ...], origin: str) -> Event:
 
 def run_from_row(row: tuple[Any, ...], origin: str) -> RunInfo:
     """A RunInfo from the ``RUN_COLUMNS`` of one ``agent_runs`` row."""
-    run_id, agent, status, error_text, trace_id, span_id, start_ns, end_ns, service, steps, forked = row
+    run_id, agent, status, error_text, trace_id, span_id, start_ns, end_ns, service, steps, forked, masking = row
     if span_id is None:
         # Only steps arrived, never the run span: what a trace file without its root gives.
         return RunInfo(run_id=run_id, status=sc.RUN_STATUS_CRASHED)
@@ -210,4 +212,5 @@ def run_from_row(row: tuple[Any, ...], origin: str) -> RunInfo:
         service_name=service,
         steps=steps,
         forked_from=forked,
+        masking=masking,
     )

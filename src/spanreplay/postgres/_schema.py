@@ -123,7 +123,16 @@ CREATE TRIGGER agent_steps_totals
     FOR EACH STATEMENT EXECUTE FUNCTION spanreplay_add_step_totals();
 """
 
-MIGRATIONS: Final = (Migration(1, "agent_runs and agent_steps", _V1),)
+# How the run's payloads were masked (spanreplay.run.masking), so replay from the
+# table can check it masks the current inputs the same way.
+_V2 = """
+ALTER TABLE agent_runs ADD COLUMN masking TEXT;
+"""
+
+MIGRATIONS: Final = (
+    Migration(1, "agent_runs and agent_steps", _V1),
+    Migration(2, "agent_runs.masking", _V2),
+)
 LATEST: Final = MIGRATIONS[-1].version
 
 
