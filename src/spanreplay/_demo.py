@@ -1,38 +1,81 @@
-"""The agent behind ``spanreplay demo``: a small help-desk bot, with no model and no network.
+"""The agent behind ``spanreplay demo``: a Claude support agent for an online shop.
 
-A scripted planner stands in for the model (it is recorded as a ``model``
-boundary all the same), and three tools stand in for backends. One of them, the
-carrier's tracking API, times out now and then: the draw that decides it is
-``spanreplay.random()``, so a replay serves the recorded draw, or rather never
-asks for it, because the tool body never runs on replay. The answer depends on
-the clock (``spanreplay.now()``): inside office hours the bot offers a callback,
-outside them it opens a ticket. Replaying a run made at night the next morning
-takes the night branch again, because the recorded instant comes back.
+It is an ordinary agent on the ``anthropic`` SDK, instrumented with
+``instrument_anthropic()``: each turn streams Claude's reply
+(``messages.stream``), the ``tool_use`` blocks of a turn run at once with
+``asyncio.gather``, and the results go back until Claude answers in text.
+
+Inside ``local_api()`` (``spanreplay demo`` runs it there) it calls the local
+Messages API server of ``spanreplay.testing``, a rule-based support model on
+127.0.0.1. Outside it, it calls the real API when ANTHROPIC_API_KEY is set and
+otherwise starts a local server of its own for the call. A
+replay needs no server at all: every model call is served from the trace, so
+the client points at a closed port, where any call that leaked would fail.
+
+One tool, the carrier's tracking API, times out now and then: the draw that
+decides it is ``spanreplay.random()``, nested in the tool call, so a replay
+never asks for it (the tool body does not run; its recorded outcome comes
+back). The system prompt depends on the clock (``spanreplay.now()``): inside
+office hours the desk offers a callback, outside them an email reply, and a
+replay takes the recorded branch whatever the hour.
 
 ``main()`` is the entry point: ``spanreplay replay traces/ RUN --entry
-spanreplay._demo:main`` calls it inside a replay. ``spanreplay demo`` records it
-inside ``spanreplay.record()``.
+spanreplay._demo:main`` calls it inside a replay.
 """
 
 from __future__ import annotations
 
+import asyncio
 import collections
-from collections.abc import Callable
-from typing import Any
+import contextlib
+import json
+import os
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Any, TextIO
 
-from . import _semconv as sc
-from ._builtins import now, random, uuid4
-from ._run import boundary
+import anthropic
+
+from ._builtins import now, random
+from ._run import ReplayingRun, current_run
+from .instrumentation.anthropic import instrument_anthropic
 from .instrumentation.tools import tool
+from .testing.messages_api import MessagesAPIServer, support_model
 
-__all__ = ["AGENT", "FAILURE_RATE", "CarrierTimeout", "main", "real_calls"]
+__all__ = ["AGENT", "FAILURE_RATE", "MODEL", "QUESTION", "CarrierTimeout", "answer", "local_api", "main", "real_calls"]
 
-AGENT = "helpdesk"
-QUESTION = "Where is my order #1042? It was due yesterday."
+AGENT = "support"
+MODEL = "claude-sonnet-4-6"
+QUESTION = "Where is my order A-17? I live in France."
 # How often the carrier API times out. High enough that a handful of runs shows one.
 FAILURE_RATE = 0.4
 MAX_TURNS = 6
-PLANNER = "scripted-planner"
+SYSTEM = "You are a concise support agent for an online shop. Use the tools to answer questions about orders."
+DESK_OPEN = "The help desk is open now: offer a callback today."
+DESK_CLOSED = "The help desk is closed now: promise an email reply tomorrow."
+# Nothing listens on port 9 (discard): a replay sends nothing, and if it did, the call would fail loudly.
+OFFLINE_URL = "http://127.0.0.1:9"
+
+TOOLS: list[dict[str, Any]] = [
+    {
+        "name": "lookup_order",
+        "description": "The status, carrier and tracking number of an order.",
+        "input_schema": {"type": "object", "properties": {"order_id": {"type": "string"}}, "required": ["order_id"]},
+    },
+    {
+        "name": "shipping_policy",
+        "description": "The shop's shipping policy for a country (ISO code).",
+        "input_schema": {"type": "object", "properties": {"country": {"type": "string"}}, "required": ["country"]},
+    },
+    {
+        "name": "track_shipment",
+        "description": "Where the carrier last scanned a parcel, and its expected delivery.",
+        "input_schema": {
+            "type": "object",
+            "properties": {"carrier": {"type": "string"}, "tracking": {"type": "string"}},
+            "required": ["carrier", "tracking"],
+        },
+    },
+]
 
 # How many times each tool body really ran: replay must leave these at zero.
 real_calls: collections.Counter[str] = collections.Counter()
@@ -43,73 +86,122 @@ class CarrierTimeout(TimeoutError):
 
 
 @tool
-def lookup_order(order_id: str) -> dict[str, Any]:
+async def lookup_order(order_id: str) -> dict[str, Any]:
     """The order as the shop's database holds it."""
     real_calls["lookup_order"] += 1
-    return {"order_id": order_id, "status": "shipped", "carrier": "ParcelCo", "tracking": "PC-88412-X"}
+    orders = {"A-17": ("shipped", "La Poste", "LP-88412-FR"), "B-2": ("processing", None, None)}
+    status, carrier, tracking = orders.get(order_id, ("unknown", None, None))
+    return {"order_id": order_id, "status": status, "carrier": carrier, "tracking": tracking}
 
 
 @tool
-def track_shipment(carrier: str, tracking: str) -> dict[str, Any]:
+async def shipping_policy(country: str) -> dict[str, Any]:
+    """The shop's shipping policy for one country."""
+    real_calls["shipping_policy"] += 1
+    return {"country": country, "policy": f"Orders to {country} arrive within 3 working days of shipping."}
+
+
+@tool
+async def track_shipment(carrier: str, tracking: str) -> dict[str, Any]:
     """The carrier's tracking API: answers most of the time, times out sometimes."""
     real_calls["track_shipment"] += 1
     if random() < FAILURE_RATE:
         raise CarrierTimeout(f"{carrier} tracking API timed out after 10s for {tracking}")
-    return {"tracking": tracking, "last_scan": "Leipzig hub", "eta_days": 2}
+    return {"tracking": tracking, "last_scan": "Lyon hub", "eta_days": 2}
 
 
-@tool
-def open_ticket(order_id: str, summary: str, callback: bool) -> dict[str, Any]:
-    """A ticket for a person to follow up on."""
-    real_calls["open_ticket"] += 1
-    return {"ticket": f"T-{order_id}-{len(summary)}", "callback": callback}
-
-
-TOOLS: dict[str, Callable[..., dict[str, Any]]] = {
+RUNNERS: dict[str, Callable[..., Awaitable[dict[str, Any]]]] = {
     "lookup_order": lookup_order,
+    "shipping_policy": shipping_policy,
     "track_shipment": track_shipment,
-    "open_ticket": open_ticket,
 }
 
 
-def _plan(messages: list[dict[str, Any]], office_hours: bool) -> dict[str, Any]:
-    """What a model would answer: the next tool call, or the final answer."""
-    done = {m["tool"]: m["content"] for m in messages if m["role"] == "tool"}
-    if "lookup_order" not in done:
-        return {"tool": "lookup_order", "args": {"order_id": "1042"}}
-    order = done["lookup_order"]
-    if "track_shipment" not in done:
-        return {"tool": "track_shipment", "args": {"carrier": order["carrier"], "tracking": order["tracking"]}}
-    scan = done["track_shipment"]
-    summary = f"Order 1042 last seen at {scan['last_scan']}, due in {scan['eta_days']} days."
-    if "open_ticket" not in done:
-        return {"tool": "open_ticket", "args": {"order_id": "1042", "summary": summary, "callback": office_hours}}
-    follow_up = "A colleague will call you back today." if office_hours else "We will reply by email tomorrow."
-    return {"answer": f"{summary} {follow_up} (ticket {done['open_ticket']['ticket']})"}
+async def answer(client: anthropic.AsyncAnthropic, question: str, out: TextIO | None = None) -> str:
+    """Run the support loop for one question; returns Claude's final text.
+
+    The streamed text goes to ``out`` as it arrives, when given.
+    """
+    started = now()
+    office_hours = started.weekday() < 5 and 9 <= started.hour < 17
+    system = f"{SYSTEM} {DESK_OPEN if office_hours else DESK_CLOSED}"
+    messages: list[dict[str, Any]] = [{"role": "user", "content": question}]
+    for _ in range(MAX_TURNS):
+        async with client.messages.stream(
+            model=MODEL,
+            max_tokens=512,
+            system=system,
+            tools=TOOLS,  # type: ignore[arg-type]  # plain dicts, as most agents write them
+            messages=messages,  # type: ignore[arg-type]
+        ) as stream:
+            async for chunk in stream.text_stream:
+                if out is not None:
+                    out.write(chunk)
+            reply = await stream.get_final_message()
+        if out is not None:
+            out.write("\n")
+        calls = [block for block in reply.content if block.type == "tool_use"]
+        if not calls:
+            return "".join(block.text for block in reply.content if block.type == "text")
+        # The turn's tools run at once; the first to fail fails the turn (and the run).
+        results = await asyncio.gather(*(RUNNERS[call.name](**dict(call.input)) for call in calls))
+        messages.append(
+            {"role": "assistant", "content": [block.model_dump(exclude_none=True) for block in reply.content]}
+        )
+        messages.append(
+            {
+                "role": "user",
+                "content": [
+                    {"type": "tool_result", "tool_use_id": call.id, "content": json.dumps(result)}
+                    for call, result in zip(calls, results, strict=True)
+                ],
+            }
+        )
+    raise RuntimeError(f"Claude gave no answer within {MAX_TURNS} turns")
 
 
-def plan(messages: list[dict[str, Any]], office_hours: bool) -> dict[str, Any]:
-    """The planner as a ``model`` boundary: on replay the recorded plan comes back."""
-    request = {"messages": messages, "office_hours": office_hours}
-    result: dict[str, Any] = boundary(sc.KIND_MODEL, PLANNER, request, lambda: _plan(messages, office_hours))
-    return result
+# The URL of the server local_api() started, for main() calls made while it runs.
+_local_url: str | None = None
 
 
-def main() -> str:
-    """Answer one help-desk question and return the answer.
+@contextlib.contextmanager
+def local_api() -> Iterator[MessagesAPIServer]:
+    """Start the local Messages API server for the ``main()`` calls in this block, then stop it."""
+    global _local_url
+    with MessagesAPIServer(default=support_model) as server:
+        _local_url = server.url
+        try:
+            yield server
+        finally:
+            _local_url = None
+
+
+def _base_url(stack: contextlib.ExitStack) -> str | None:
+    """Where the client sends its calls: None for the real API."""
+    # The demo's own server first: ``spanreplay demo`` promises no key and no network.
+    if _local_url is not None:
+        return _local_url
+    if os.environ.get("ANTHROPIC_API_KEY"):
+        return None
+    if isinstance(current_run(), ReplayingRun):
+        return OFFLINE_URL
+    return stack.enter_context(local_api()).url
+
+
+async def main(out: TextIO | None = None) -> str:
+    """Answer the demo's question and return the answer.
 
     Raises:
         CarrierTimeout: when the carrier's tracking API times out (the failure
             ``spanreplay demo`` waits for and then reproduces).
     """
-    conversation = str(uuid4())
-    started = now()
-    office_hours = started.weekday() < 5 and 9 <= started.hour < 17
-    messages: list[dict[str, Any]] = [{"role": "user", "content": QUESTION, "conversation": conversation}]
-    for _ in range(MAX_TURNS):
-        step = plan(messages, office_hours)
-        if "answer" in step:
-            return str(step["answer"])
-        result = TOOLS[step["tool"]](**step["args"])
-        messages.append({"role": "tool", "tool": step["tool"], "content": result})
-    raise RuntimeError(f"the planner gave no answer within {MAX_TURNS} turns")
+    instrument_anthropic(zero_code=False)
+    with contextlib.ExitStack() as stack:
+        base_url = _base_url(stack)
+        if base_url is None:
+            client = anthropic.AsyncAnthropic()
+        else:
+            client = anthropic.AsyncAnthropic(base_url=base_url, api_key="local-stand-in")
+        async with client:
+            return await answer(client, QUESTION, out)
+    raise AssertionError("unreachable")  # pragma: no cover  # ExitStack does not swallow exceptions

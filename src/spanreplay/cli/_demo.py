@@ -1,18 +1,19 @@
-"""``spanreplay demo``: record the bundled agent until a run fails, then replay that failure."""
+"""``spanreplay demo``: record the bundled Claude support agent until a run fails, then replay that failure."""
 
 from __future__ import annotations
 
+import asyncio
 import shlex
 from pathlib import Path
+from types import ModuleType
 
 import click
 from rich.text import Text
 
-from .. import _demo
 from .._config import configure
 from .._loader import runs
 from .._run import record, replay
-from ._common import EXIT_REPRODUCED, CliState, console, print_runs
+from ._common import EXIT_REPRODUCED, CliState, console, preview, print_runs
 from ._replay import failing_step, run_entry
 
 ENTRY = "spanreplay._demo:main"
@@ -31,32 +32,42 @@ MAX_ATTEMPTS = 25
 )
 @click.pass_obj
 def demo_command(state: CliState, trace_dir: Path) -> None:
-    """Record a bundled help-desk agent until a run fails, then replay the failed run.
+    """Record a bundled Claude support agent until a run fails, then replay the failed run.
 
-    The agent needs no API key and no network: a scripted planner stands in for
-    the model, and its carrier-tracking tool times out now and then. The replay
-    raises the same timeout at the same step without calling a single real tool.
+    The agent is a real ``anthropic`` SDK client with streaming replies and
+    parallel tool calls. It needs no API key and no network: it talks to a
+    local Messages API server on 127.0.0.1, and its carrier-tracking tool times
+    out now and then. The replay, with the server stopped, raises the same
+    timeout at the same step without a model call or a real tool call.
     """
+    # Imported here: the agent imports the Anthropic SDK, which the other commands do not need.
+    from .. import _demo
+
     out = console()
     configure(service_name="spanreplay-demo", trace_dir=trace_dir, tracer_provider=state.tracer_provider)
     out.print(
         Text.assemble(
             ("Recording", "bold"),
-            f" the demo agent ({ENTRY}: a help-desk bot with a flaky carrier API, no model, no network) "
-            f"into {trace_dir}, until a run fails.",
+            f" the demo agent ({ENTRY}: a Claude support agent with streaming replies, parallel tools "
+            f"and a flaky carrier API) into {trace_dir}, until a run fails.",
         )
     )
     recorded: list[str] = []
     failed: str | None = None
-    for attempt in range(1, MAX_ATTEMPTS + 1):
-        run_id, answer, error = _record_once()
-        recorded.append(run_id)
-        if error is None:
-            out.print(Text.assemble(f"  run {attempt}  {run_id}  ", ("ok", "green"), f"     {answer}"))
-            continue
-        out.print(Text.assemble(f"  run {attempt}  {run_id}  ", ("error", "red"), f"  {type(error).__name__}: {error}"))
-        failed = run_id
-        break
+    with _demo.local_api() as server:
+        out.print(f"  Claude is played by a local Messages API server at {server.url} (no key, no network).")
+        for attempt in range(1, MAX_ATTEMPTS + 1):
+            run_id, answer, error = _record_once(_demo)
+            recorded.append(run_id)
+            head = f"  run {attempt}  {run_id}  "
+            if error is None:
+                out.print(Text.assemble(head, ("ok", "green"), f"     {preview(answer or '', 64)}"))
+                continue
+            out.print(Text.assemble(head, ("error", "red"), f"  {type(error).__name__}: {error}"))
+            failed = run_id
+            break
+        served = len(server.message_requests)
+    out.print(f"  Stopped the local server after {served} model calls: nothing listens for the replay.")
     if failed is None:
         out.print(
             f"No run failed in {MAX_ATTEMPTS} attempts, which happens about three times in a million; "
@@ -75,7 +86,7 @@ def demo_command(state: CliState, trace_dir: Path) -> None:
     out.print(
         Text.assemble(
             ("Replaying", "bold"),
-            f" {failed} with {ENTRY}: every tool, planner, clock and random call is served from the trace file.",
+            f" {failed} with {ENTRY}: every model, tool, clock and random call is served from the trace file.",
         )
     )
     code = run_entry(replaying, _demo.main)
@@ -95,12 +106,12 @@ def demo_command(state: CliState, trace_dir: Path) -> None:
         raise click.exceptions.Exit(1)
 
 
-def _record_once() -> tuple[str, str | None, _demo.CarrierTimeout | None]:
+def _record_once(agent: ModuleType) -> tuple[str, str | None, TimeoutError | None]:
     """One recorded run of the demo agent: its id, and its answer or its failure."""
     run_id = ""
     try:
-        with record(agent=_demo.AGENT) as run:
+        with record(agent=agent.AGENT) as run:
             run_id = run.run_id
-            return run_id, _demo.main(), None
-    except _demo.CarrierTimeout as exc:  # already recorded as the run's error when it got here
+            return run_id, asyncio.run(agent.main()), None
+    except agent.CarrierTimeout as exc:  # already recorded as the run's error when it got here
         return run_id, None, exc
