@@ -1,4 +1,4 @@
-"""examples/tool_agent: the README's commands, run as a user would, in a fresh directory."""
+"""examples/: the tool agent's README commands, run as a user would, and the Claude support agent."""
 
 from __future__ import annotations
 
@@ -7,12 +7,14 @@ import os
 import re
 import shlex
 import shutil
+import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+import spanreplay
 from spanreplay.cli import EXIT_DIVERGED, EXIT_OK, EXIT_REPRODUCED
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "tool_agent"
@@ -127,3 +129,70 @@ def test_readme_python_snippet_reproduces_the_failure(checkout: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines()[0].startswith("raised again: weather service closed the connection")
     assert proc.stdout.splitlines()[-1] == "reproduced"
+
+
+# --- examples/support_agent: Claude through the packaged local Messages API server --------------
+
+SUPPORT_AGENT = EXAMPLE.parent / "support_agent" / "agent.py"
+
+
+def support_agent(*args: str, failure_rate: float, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "SPANREPLAY_", "OTEL_"))}
+    env["SUPPORT_AGENT_CARRIER_FAILURE_RATE"] = str(failure_rate)
+    return subprocess.run(
+        [sys.executable, str(SUPPORT_AGENT), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120
+    )
+
+
+def nothing_listens(port: int) -> bool:
+    with socket.socket() as probe:
+        probe.settimeout(0.5)
+        return probe.connect_ex(("127.0.0.1", port)) != 0
+
+
+def test_support_agent_records_parallel_tools_and_replays_them_with_no_server(tmp_path: Path) -> None:
+    recorded = support_agent("--traces", "traces", failure_rate=0.0, cwd=tmp_path)
+    assert recorded.returncode == 0, recorded.stderr
+    assert "Order A-17 is shipped, last scanned at Lyon hub" in recorded.stdout
+
+    (run,) = spanreplay.runs(tmp_path / "traces")
+    steps = [(e.kind, e.key) for e in spanreplay.load(tmp_path / "traces", run.run_id)]
+    assert steps[:2] == [("clock", "now"), ("model", "claude-sonnet-4-6")]
+    # The first reply's two tool_use blocks ran together, before the next model call.
+    assert sorted(steps[2:4]) == [("tool", "lookup_order"), ("tool", "shipping_policy")]
+    assert steps[4:] == [
+        ("model", "claude-sonnet-4-6"),
+        ("tool", "track_shipment"),
+        ("random", "random"),
+        ("model", "claude-sonnet-4-6"),
+    ]
+
+    # The local server died with the recording process, and a replay points the
+    # client at a port where nothing listens: any call that left it would fail.
+    assert nothing_listens(9)
+    replayed = support_agent("--traces", "traces", "--replay", run.run_id, failure_rate=0.0, cwd=tmp_path)
+    assert replayed.returncode == 0, replayed.stderr
+    assert replayed.stdout == recorded.stdout
+    assert f"replayed run {run.run_id}: completed" in replayed.stderr
+
+
+def test_support_agent_failure_reproduces_through_replay_entry(tmp_path: Path) -> None:
+    recorded = support_agent("--traces", "traces", failure_rate=1.0, cwd=tmp_path)
+    assert recorded.returncode == 1
+    assert "failed with CarrierTimeout: La Poste tracking API timed out" in recorded.stderr
+    (run,) = spanreplay.runs(tmp_path / "traces")
+    assert run.status == "error"
+
+    assert nothing_listens(9)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "SPANREPLAY_", "OTEL_"))}
+    replayed = subprocess.run(
+        [str(SCRIPT), "replay", str(tmp_path / "traces"), run.run_id, "--entry", "agent:support"],
+        cwd=SUPPORT_AGENT.parent,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert replayed.returncode == EXIT_REPRODUCED, replayed.stdout + replayed.stderr
+    assert "reproduced: CarrierTimeout" in replayed.stdout
+    assert "(tool 'track_shipment'), the step where the recorded run failed" in replayed.stdout
