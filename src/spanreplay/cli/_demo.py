@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import shlex
 from pathlib import Path
 from types import ModuleType
@@ -10,6 +11,7 @@ from types import ModuleType
 import click
 from rich.text import Text
 
+from .._alerts import ALERT_LOGGER
 from .._config import configure
 from .._loader import runs
 from .._run import record, replay
@@ -109,9 +111,15 @@ def demo_command(state: CliState, trace_dir: Path) -> None:
 def _record_once(agent: ModuleType) -> tuple[str, str | None, TimeoutError | None]:
     """One recorded run of the demo agent: its id, and its answer or its failure."""
     run_id = ""
+    # The demo prints the replay command itself; the failure alert would repeat it on
+    # stderr with a placeholder entry, since the run is opened here and not by the agent.
+    alerts = logging.getLogger(ALERT_LOGGER)
+    alerts.disabled = True
     try:
         with record(agent=agent.AGENT) as run:
             run_id = run.run_id
             return run_id, asyncio.run(agent.main()), None
     except agent.CarrierTimeout as exc:  # already recorded as the run's error when it got here
         return run_id, None, exc
+    finally:
+        alerts.disabled = False
