@@ -672,15 +672,22 @@ class ReplayingRun(Run):
         *,
         attributes: dict[str, Any] | None = None,
         span_name: str | None = None,
+        input_json: bytes | None = None,
     ) -> Call:
+        """See ``Run.begin``; ``input_json`` is ``input`` already encoded by ``_codec.encode_input``.
+
+        A caller that had to encode the input anyway (to check it) passes the bytes,
+        and a large input is not encoded twice.
+        """
         scope = self._scope()
         call_id = scope.next_call_id(kind, key)
         seq = next(self._seq)
-        event = self.engine.take(scope.call_id, call_id, kind, key, seq, self._encoded_input(kind, key, input, call_id))
+        data = self._encoded_input(kind, key, input, call_id, input_json)
+        event = self.engine.take(scope.call_id, call_id, kind, key, seq, data)
         return Call(self, kind, key, call_id, seq, _Scope(self, call_id, None), recorded=event)
 
-    def _encoded_input(self, kind: str, key: str, input: Any, call_id: str) -> bytes:
-        data = _codec.encode_input(input)
+    def _encoded_input(self, kind: str, key: str, input: Any, call_id: str, encoded: bytes | None = None) -> bytes:
+        data = _codec.encode_input(input) if encoded is None else encoded
         if self._masking is None:
             return data
         # Masking is idempotent (transform callbacks must be too): an input whose JSON is

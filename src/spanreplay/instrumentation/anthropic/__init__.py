@@ -51,6 +51,8 @@ SUPPORTED = "anthropic >= 2.0, < 3"
 _BASE = "anthropic._base_client"
 # (module, attribute path, wrapper): every wrap point, for instrument and uninstrument alike.
 _WRAPS: tuple[tuple[str, str, Any], ...] = (
+    (_BASE, "SyncAPIClient.post", _wrappers.post_sync),
+    (_BASE, "AsyncAPIClient.post", _wrappers.post_async),
     (_BASE, "SyncAPIClient.request", _wrappers.request_sync),
     (_BASE, "AsyncAPIClient.request", _wrappers.request_async),
     (_BASE, "SyncAPIClient._attempt_request", _wrappers.attempt_sync),

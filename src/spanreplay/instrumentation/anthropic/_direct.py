@@ -1,0 +1,305 @@
+"""Replay of a plain Messages call without the SDK's request pipeline.
+
+On replay the SDK still prepares the request (a deep copy of the whole
+conversation), builds an HTTP response from the recording and parses it into
+its types, and the preparation and the parsing cost far more than serving the
+recording. For the common call (no stream, no raw response, no middleware, a
+body of plain JSON data, one recorded attempt that succeeded with a JSON body)
+neither changes anything, so this path skips both:
+
+- the request body is the call's own, without its omitted parameters: for plain
+  JSON data (what ``plain_body`` checks) that is exactly what the SDK's
+  preparation gives, so the boundary's input, and its comparison with the
+  recording, are the same as on the SDK's path;
+- the response is built with the SDK's own model class, validated strictly (no
+  coercion), and given the response ids the SDK adds; a body that strict
+  validation refuses is built by the SDK's own ``construct_type``, as the SDK's
+  path does. Tests hold the objects of both paths equal, field by field.
+
+Every other call takes the SDK's path, unchanged.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Mapping
+from typing import Any, Final, get_args, get_origin
+
+import anthropic
+import orjson
+import pydantic
+
+from ..._run import Call
+
+try:  # private SDK helpers: without them every call takes the SDK's path
+    from anthropic._compat import field_get_default
+    from anthropic._constants import OVERRIDE_CAST_TO_HEADER, RAW_RESPONSE_HEADER
+    from anthropic._models import add_response_ids, construct_type
+    from anthropic._types import ModelBuilderProtocol
+    from anthropic._utils import extract_type_arg, is_annotated_type, is_literal_type, is_type_alias_type
+    from anthropic._utils._compat import is_union
+except ImportError:  # pragma: no cover - another SDK layout
+    ENABLED = False
+else:
+    ENABLED = True
+
+__all__ = ["DECLINED", "PostOptions", "build", "encoded", "plain_body", "serve"]
+
+DECLINED: Final = object()
+"""What ``serve`` returns when the recorded call needs the SDK's path."""
+
+# Only plain JSON data passes: without a ``default`` orjson refuses what the SDK's
+# preparation would change (pydantic models, iterators, sets, files, NotGiven and
+# Omit inside the body) and, with the passthrough option, dates, which the SDK
+# formats its own way. Sorted keys: these are the input's canonical bytes.
+_PLAIN: Final = orjson.OPT_SORT_KEYS | orjson.OPT_PASSTHROUGH_DATETIME
+_SENTINELS: Final = frozenset({anthropic.NotGiven, anthropic.Omit})
+
+
+class PostOptions:
+    """The request options ``post()`` was given, read the way ``FinalRequestOptions`` offers them.
+
+    ``post()`` builds ``FinalRequestOptions`` from these; the direct path reads
+    them as they are, and skips building it.
+    """
+
+    __slots__ = (
+        "content",
+        "extra_json",
+        "files",
+        "headers",
+        "json_data",
+        "method",
+        "params",
+        "post_parser",
+        "qualifiers",
+        "url",
+    )
+
+    def __init__(self, path: str, body: Any, options: Mapping[str, Any], files: Any, content: Any) -> None:
+        self.method = "post"
+        self.url = path
+        self.json_data = body
+        self.files = files
+        self.content = content
+        self.headers = options.get("headers", _NOT_GIVEN)
+        self.params = options.get("params", {})
+        self.extra_json = options.get("extra_json")
+        self.post_parser = options.get("post_parser", _NOT_GIVEN)
+        self.qualifiers = options.get("qualifiers")
+
+
+_NOT_GIVEN: Final = anthropic.NotGiven()
+
+
+def plain_body(instance: Any, cast_to: Any, options: Any, stream: bool) -> dict[str, Any] | None:
+    """The request body without its omitted parameters, if the call may skip the SDK's pipeline.
+
+    None when anything the pipeline acts on is there: a stream, a raw or
+    streaming response, a cast override, a post-parser, middleware, strict
+    response validation, files, content, query parameters or an extra body.
+    The body is the SDK's prepared one only if it is plain JSON data, which
+    ``encoded`` checks.
+    """
+    if not ENABLED or stream or getattr(instance, "_middleware", None):
+        return None
+    if getattr(instance, "_strict_response_validation", True):
+        return None
+    if not _buildable(cast_to):
+        return None
+    if not isinstance(options.post_parser, anthropic.NotGiven):
+        return None
+    if options.files is not None or options.content is not None or options.params or options.extra_json:
+        return None
+    headers = options.headers
+    if isinstance(headers, dict) and any(
+        isinstance(name, str) and name.lower() in _PIPELINE_HEADERS for name in headers
+    ):
+        return None
+    data = options.json_data
+    if type(data) is not dict:
+        return None
+    # The SDK's preparation drops NotGiven and Omit entries; the method puts every
+    # parameter left out in the body as one of them. What is left is checked by ``encoded``.
+    # By exact type: an instance of a subclass stays, and fails ``encoded`` (the SDK's path takes it).
+    return {key: value for key, value in data.items() if type(value) not in _SENTINELS}
+
+
+def encoded(value: Any) -> bytes | None:
+    """``_codec.encode_input(value)`` when ``value`` is plain JSON data, else None.
+
+    Plain JSON data is what the SDK's preparation copies unchanged, so these are
+    the bytes the SDK's path would compare with the recording.
+    """
+    try:
+        return orjson.dumps(value, option=_PLAIN)
+    except TypeError:  # orjson.JSONEncodeError is a TypeError
+        return None
+
+
+def _buildable(cast_to: Any) -> bool:
+    """Whether the SDK builds ``cast_to`` from a JSON body with ``construct_type`` (an SDK model)."""
+    known = _BUILDABLE.get(cast_to)
+    if known is None:
+        known = (
+            inspect.isclass(cast_to)
+            and issubclass(cast_to, anthropic.BaseModel)
+            and not issubclass(cast_to, ModelBuilderProtocol)
+        )
+        if len(_BUILDABLE) < 256:  # the response types are few; anything else is checked each time
+            _BUILDABLE[cast_to] = known
+    return known
+
+
+_BUILDABLE: dict[Any, bool] = {}
+
+_PIPELINE_HEADERS: Final = (
+    frozenset({RAW_RESPONSE_HEADER.lower(), OVERRIDE_CAST_TO_HEADER.lower()}) if ENABLED else frozenset()
+)
+
+
+def serve(call: Call, cast_to: Any) -> Any:
+    """The object the SDK would return for the recorded call, or DECLINED.
+
+    Declined (the SDK's path then serves the call) unless the recording holds
+    exactly one attempt, answered with a 2xx status and a JSON object body.
+    """
+    event = call.recorded
+    if event is None or event.error is not None or event.output_json is None:
+        return DECLINED
+    output = orjson.loads(event.output_json)
+    attempts = output.get("attempts") if isinstance(output, dict) else None
+    if not isinstance(attempts, list) or len(attempts) != 1 or not isinstance(attempts[0], dict):
+        return DECLINED
+    attempt = attempts[0]
+    status = attempt.get("status")
+    headers = attempt.get("headers")
+    if (
+        type(status) is not int
+        or not 200 <= status < 300
+        or not isinstance(headers, dict)
+        or attempt.get("streamed")
+        or "body" not in attempt
+        or "stream_error" in attempt
+    ):
+        return DECLINED
+    content_type = str(headers.get("content-type", "*")).split(";", 1)[0].strip().lower()
+    if not content_type.endswith("json"):
+        return DECLINED
+    # The SDK parses the bytes it was served: the recorded ones when they differ from the
+    # body's JSON. Bytes orjson refuses (NaN, integers past 64 bits, lone surrogates),
+    # which the SDK's json.loads reads, are left to the SDK.
+    try:
+        data = orjson.loads(str(attempt["raw"])) if "raw" in attempt else attempt["body"]
+    except orjson.JSONDecodeError:
+        return DECLINED
+    if type(data) is not dict:
+        return DECLINED
+    parsed = build(cast_to, data)
+    add_response_ids(parsed, request_id=headers.get("request-id"), workspace_id=headers.get("anthropic-workspace-id"))
+    return parsed
+
+
+def build(cast_to: Any, data: dict[str, Any]) -> Any:
+    """``cast_to`` built from a response body exactly as the SDK's ``construct_type`` builds it, faster.
+
+    ``construct_type`` constructs a model without validation, field by field, but
+    validates a field whose type is a union (the content blocks, every optional
+    field). Strict validation of the whole body coerces nothing (it refuses
+    instead), so where it succeeds it holds the same values; what remains is put
+    right on the models ``construct_type`` would have constructed: their unknown
+    keys are not set fields. A body strict validation refuses, or one whose
+    construction this does not mirror (a null for a field with another default,
+    an integer a float field cannot hold), is built by ``construct_type`` itself.
+    """
+    try:
+        model = cast_to.model_validate(data, strict=True)
+    except Exception:  # a body this SDK's types do not describe: the SDK's own way
+        return construct_type(type_=cast_to, value=data)
+    if not _as_constructed(model, data):
+        return construct_type(type_=cast_to, value=data)
+    return model
+
+
+# How construct_type builds each field of a model: None (the value as validation
+# gives it: a scalar, or a union, which construct_type validates too), _FLOAT, or
+# ("model" | "list" | "dict", the inner step).
+_Step = tuple[str, Any] | object | None
+_FLOAT: Final = object()
+_UNSUPPORTED: Final = object()
+_PLANS: dict[type, tuple[tuple[str, bool, _Step], ...] | None] = {}
+
+
+def _as_constructed(model: anthropic.BaseModel, data: dict[str, Any]) -> bool:
+    """Make a strictly validated ``model`` what ``construct`` gives for ``data``; False where it cannot."""
+    plan = _plan(type(model))
+    if plan is None:
+        return False
+    extra = model.__pydantic_extra__
+    if extra:
+        object.__setattr__(model, "__pydantic_fields_set__", model.__pydantic_fields_set__ - extra.keys())
+    values = model.__dict__
+    for name, default_is_none, step in plan:
+        if name not in data:
+            continue
+        raw = data[name]
+        if raw is None:
+            if not default_is_none:  # construct gives the field's default for a null
+                return False
+            continue
+        if step is not None and not _fix(values[name], raw, step):
+            return False
+    return True
+
+
+def _fix(value: Any, raw: Any, step: _Step) -> bool:
+    if step is _FLOAT:
+        # construct keeps an integer that a float cannot hold exactly; validation rounds it.
+        return not (type(raw) is int and float(raw) != raw)
+    assert isinstance(step, tuple)
+    kind, inner = step
+    if kind == "model":
+        return isinstance(value, anthropic.BaseModel) and type(raw) is dict and _as_constructed(value, raw)
+    if kind == "list":
+        return type(raw) is list and all(_fix(v, r, inner) for v, r in zip(value, raw, strict=True))
+    return type(raw) is dict and all(_fix(value[k], r, inner) for k, r in raw.items())
+
+
+def _plan(cls: type) -> tuple[tuple[str, bool, _Step], ...] | None:
+    if cls in _PLANS:
+        return _PLANS[cls]
+    plan: tuple[tuple[str, bool, _Step], ...] | None = None
+    decorators = cls.__pydantic_decorators__  # type: ignore[attr-defined]
+    fields = cls.model_fields  # type: ignore[attr-defined]
+    # Validators would run on validation and not on construction; aliases change the keys.
+    if not (decorators.validators or decorators.field_validators or decorators.model_validators) and not any(
+        f.alias or f.validation_alias for f in fields.values()
+    ):
+        steps = [(name, field_get_default(f) is None, _step(f.annotation)) for name, f in fields.items()]
+        if not any(step is _UNSUPPORTED for _, _, step in steps):
+            plan = tuple(steps)
+    if len(_PLANS) < 4096:
+        _PLANS[cls] = plan
+    return plan
+
+
+def _step(annotation: Any) -> _Step:
+    """Mirrors construct_type's order of cases for one field's type."""
+    if is_type_alias_type(annotation):
+        annotation = annotation.__value__
+    if is_annotated_type(annotation):
+        annotation = extract_type_arg(annotation, 0)
+    origin = get_origin(annotation) or annotation
+    if is_union(origin):
+        return None
+    if origin is dict:
+        inner = _step(get_args(annotation)[1])
+        return None if inner is None else inner if inner is _UNSUPPORTED else ("dict", inner)
+    if not is_literal_type(annotation) and inspect.isclass(origin) and issubclass(origin, pydantic.BaseModel):
+        return ("model", None) if issubclass(origin, anthropic.BaseModel) else _UNSUPPORTED
+    if origin is list:
+        inner = _step(get_args(annotation)[0])
+        return None if inner is None else inner if inner is _UNSUPPORTED else ("list", inner)
+    if origin is float:
+        return _FLOAT
+    return None
