@@ -950,10 +950,11 @@ def replay(
             input comparison.
         strict: raise LeftoverEventsError when the code ends before the recording.
     """
+    if isinstance(source, EventLog):
+        return ReplayingRun(source, ignore_paths=ignore_paths, strict=strict)
     from ._loader import load
 
-    log = source if isinstance(source, EventLog) else load(source, run_id)
-    return ReplayingRun(log, ignore_paths=ignore_paths, strict=strict)
+    return ReplayingRun(load(source, run_id), ignore_paths=ignore_paths, strict=strict)
 
 
 def boundary(

@@ -227,27 +227,36 @@ def build(cast_to: Any, data: dict[str, Any]) -> Any:
 _Step = tuple[str, Any] | object | None
 _FLOAT: Final = object()
 _UNSUPPORTED: Final = object()
-_PLANS: dict[type, tuple[tuple[str, bool, _Step], ...] | None] = {}
+
+
+class _Plan:
+    """One model class: the fields whose built value can differ, and those whose default is not None."""
+
+    __slots__ = ("not_none_defaults", "steps")
+
+    def __init__(self, steps: tuple[tuple[str, _Step], ...], not_none_defaults: tuple[str, ...]) -> None:
+        self.steps = steps
+        self.not_none_defaults = not_none_defaults
+
+
+_PLANS: dict[type, _Plan | None] = {}
 
 
 def _as_constructed(model: anthropic.BaseModel, data: dict[str, Any]) -> bool:
     """Make a strictly validated ``model`` what ``construct`` gives for ``data``; False where it cannot."""
-    plan = _plan(type(model))
+    plan = _PLANS[type(model)] if type(model) in _PLANS else _plan(type(model))
     if plan is None:
         return False
+    for name in plan.not_none_defaults:
+        if name in data and data[name] is None:  # construct gives the field's default for a null
+            return False
     extra = model.__pydantic_extra__
     if extra:
         object.__setattr__(model, "__pydantic_fields_set__", model.__pydantic_fields_set__ - extra.keys())
     values = model.__dict__
-    for name, default_is_none, step in plan:
-        if name not in data:
-            continue
-        raw = data[name]
-        if raw is None:
-            if not default_is_none:  # construct gives the field's default for a null
-                return False
-            continue
-        if step is not None and not _fix(values[name], raw, step):
+    for name, step in plan.steps:
+        raw = data.get(name)
+        if raw is not None and not _fix(values[name], raw, step):
             return False
     return True
 
@@ -265,19 +274,20 @@ def _fix(value: Any, raw: Any, step: _Step) -> bool:
     return type(raw) is dict and all(_fix(value[k], r, inner) for k, r in raw.items())
 
 
-def _plan(cls: type) -> tuple[tuple[str, bool, _Step], ...] | None:
-    if cls in _PLANS:
-        return _PLANS[cls]
-    plan: tuple[tuple[str, bool, _Step], ...] | None = None
+def _plan(cls: type) -> _Plan | None:
+    plan: _Plan | None = None
     decorators = cls.__pydantic_decorators__  # type: ignore[attr-defined]
     fields = cls.model_fields  # type: ignore[attr-defined]
     # Validators would run on validation and not on construction; aliases change the keys.
     if not (decorators.validators or decorators.field_validators or decorators.model_validators) and not any(
         f.alias or f.validation_alias for f in fields.values()
     ):
-        steps = [(name, field_get_default(f) is None, _step(f.annotation)) for name, f in fields.items()]
-        if not any(step is _UNSUPPORTED for _, _, step in steps):
-            plan = tuple(steps)
+        steps = [(name, _step(f.annotation)) for name, f in fields.items()]
+        if not any(step is _UNSUPPORTED for _, step in steps):
+            plan = _Plan(
+                tuple((name, step) for name, step in steps if step is not None),
+                tuple(name for name, f in fields.items() if field_get_default(f) is not None),
+            )
     if len(_PLANS) < 4096:
         _PLANS[cls] = plan
     return plan
