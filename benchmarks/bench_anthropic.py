@@ -1,37 +1,37 @@
 """Anthropic SDK: replay cost against a vcrpy cassette, and record overhead.
 
 1. Replay: one non-stream ``messages.create`` whose conversation is 40 KB of JSON,
-   replayed by spanreplay (EventLog loaded once, a replay run per call) versus the
-   same HTTP exchange replayed from a vcrpy cassette (loaded once, played back per
-   call), in the same process. Goal: spanreplay at least 20x faster.
+   replayed by spanreplay (a replay run per call, network gone) versus the same
+   HTTP exchange played back from a vcrpy cassette, interleaved in one process.
+   Hot: the EventLog and the cassette are loaded once. Cold: each call opens the
+   trace file, or the cassette file, again. Goal: spanreplay at least 20x faster.
 2. Record overhead: the same call against the local Messages API server on
    127.0.0.1, recorded inside a run (durable file on) versus uninstrumented.
 
-    python benchmarks/bench_anthropic.py [--quick]
+    python benchmarks/bench_anthropic.py [--quick] [--json]
 """
 
 from __future__ import annotations
 
-import argparse
 import json
-import statistics
-import sys
 import tempfile
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import anthropic
+import vcr
+from _common import Case, Figure, emit, interleaved, median, noise, parse_args
 
 import spanreplay
 from spanreplay.instrumentation.anthropic import AnthropicInstrumentor
-
-sys.path.insert(0, str(Path(__file__).parent.parent / "tests"))
-from messages_api_server import MODEL, MessagesAPIServer
+from spanreplay.testing.messages_api import MODEL, MessagesAPIServer
 
 GOAL = 20.0
+NAME = "anthropic"
 
 
 def conversation(size: int = 40_000) -> list[dict[str, Any]]:
@@ -48,99 +48,146 @@ def conversation(size: int = 40_000) -> list[dict[str, Any]]:
     return messages
 
 
-def timed(fn: Callable[[], Any], repeat: int) -> float:
-    """Median seconds per call over ``repeat`` calls (after a warm-up call)."""
-    fn()
-    samples = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
+def batch(calls: int, one: Callable[[], Any], around: Callable[[], Any] | None = None) -> Case:
+    """A case that times ``calls`` calls of ``one`` (inside ``around()`` when given)."""
+
+    def case() -> int:
+        with around() if around is not None else _nothing():
+            start = time.perf_counter_ns()
+            for _ in range(calls):
+                one()
+            return time.perf_counter_ns() - start
+
+    return case
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer repetitions")
-    args = parser.parse_args()
-    repeat = 30 if args.quick else 200
+@contextmanager
+def _nothing() -> Iterator[None]:
+    yield
+
+
+def measure(*, calls: int, repeats: int, network_calls: int) -> list[Figure]:
     messages = conversation()
     request = {"model": MODEL, "max_tokens": 512, "messages": messages}
-    print(f"conversation: {len(json.dumps(messages)) / 1000:.1f} KB of JSON, {len(messages)} messages")
+    size_kb = len(json.dumps(messages)) / 1000
 
     work = Path(tempfile.mkdtemp(prefix="bench_anthropic_"))
     traces = work / "traces"
-    cassette = work / "cassette.yaml"
+    cassette = str(work / "cassette.yaml")
     spanreplay.configure(service_name="bench", trace_dir=traces)
     instrumentor = AnthropicInstrumentor()
+    recorder = vcr.VCR(record_mode="once", decode_compressed_response=True)
+    player = vcr.VCR(record_mode="none", decode_compressed_response=True)
+    warnings.simplefilter("ignore")  # vcrpy's deprecation warnings, not ours
 
-    with MessagesAPIServer() as server, anthropic.Anthropic(base_url=server.url, api_key="bench-key") as client:
-        # -- record overhead (uninstrumented first, then instrumented inside a run) --------
-        plain = timed(lambda: client.messages.create(**request), repeat)
+    @contextmanager
+    def instrumented() -> Iterator[None]:
         instrumentor.instrument(zero_code=False)
-        with spanreplay.record(agent="bench-record"):
-            recorded_call = timed(lambda: client.messages.create(**request), repeat)
+        try:
+            yield
+        finally:
+            instrumentor.uninstrument()
 
-        # -- the recording and the cassette of one identical exchange ----------------------
-        with spanreplay.record(agent="bench") as run:
-            original = client.messages.create(**request)
-        instrumentor.uninstrument()
+    with MessagesAPIServer() as server:
+        # A client made while instrumented: its resources hold the wrapped client methods.
+        with instrumented():
+            client = anthropic.Anthropic(base_url=server.url, api_key="bench-key")
+            with spanreplay.record(agent="bench") as run:
+                original = client.messages.create(**request)
+        plain_client = anthropic.Anthropic(base_url=server.url, api_key="bench-key")
+        with recorder.use_cassette(cassette):
+            plain_client.messages.create(**request)
 
-        import vcr
+        # The record-overhead runs go to a directory of their own, so the cold replay
+        # below opens a directory that holds the one run it replays.
+        spanreplay.configure(service_name="bench", trace_dir=work / "overhead")
 
-        recorder = vcr.VCR(record_mode="once", decode_compressed_response=True)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            with recorder.use_cassette(str(cassette)):
-                client.messages.create(**request)
+        def record_call() -> Any:
+            with spanreplay.record(agent="bench-record"):
+                return client.messages.create(**request)
 
-    # -- replay, network gone ---------------------------------------------------------------
+        network = interleaved(
+            {
+                "plain": batch(network_calls, lambda: plain_client.messages.create(**request)),
+                "recorded": batch(network_calls, record_call, instrumented),
+            },
+            repeats=max(3, repeats // 3),
+        )
+
+    # -- replay, the server gone --------------------------------------------------------------
     log = spanreplay.load(traces, run.run_id)
-    instrumentor.instrument(zero_code=False)
-    with anthropic.Anthropic(base_url=server.url, api_key="bench-key") as client:
 
-        def spanreplay_replay() -> Any:
-            with spanreplay.replay(log):
-                return client.messages.create(**request)
+    def replay_hot() -> Any:
+        with spanreplay.replay(log):
+            return client.messages.create(**request)
 
-        def spanreplay_replay_from_file() -> Any:
-            with spanreplay.replay(traces, run.run_id):
-                return client.messages.create(**request)
+    def replay_cold() -> Any:
+        with spanreplay.replay(traces, run.run_id):
+            return client.messages.create(**request)
 
-        assert spanreplay_replay() == original
-        ours = timed(spanreplay_replay, repeat)
-        ours_cold = timed(spanreplay_replay_from_file, repeat)
-    instrumentor.uninstrument()
+    def vcr_cold() -> Any:
+        with player.use_cassette(cassette, allow_playback_repeats=True):
+            return plain_client.messages.create(**request)
 
-    with anthropic.Anthropic(base_url=server.url, api_key="bench-key") as client, warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        player = vcr.VCR(record_mode="none", decode_compressed_response=True)
-        with player.use_cassette(str(cassette), allow_playback_repeats=True):
-            assert client.messages.create(**request).content == original.content
-            theirs = timed(lambda: client.messages.create(**request), repeat)
+    with instrumented():
+        assert replay_hot() == original
+    with player.use_cassette(cassette, allow_playback_repeats=True):
+        # Another exchange with the server than the recorded run's: the same reply, another message id.
+        assert plain_client.messages.create(**request).content == original.content
 
-        def vcr_from_file() -> Any:
-            with player.use_cassette(str(cassette), allow_playback_repeats=True):
-                return client.messages.create(**request)
+    samples = interleaved(
+        {
+            "spanreplay_hot": batch(calls, replay_hot, instrumented),
+            "vcrpy_hot": batch(
+                calls,
+                lambda: plain_client.messages.create(**request),
+                lambda: player.use_cassette(cassette, allow_playback_repeats=True),
+            ),
+            "spanreplay_cold": batch(max(1, calls // 5), replay_cold, instrumented),
+            "vcrpy_cold": batch(max(1, calls // 5), vcr_cold),
+        },
+        repeats=repeats,
+    )
+    per_call = {
+        name: [ns / (calls if name.endswith("hot") else max(1, calls // 5)) / 1000 for ns in values]
+        for name, values in samples.items()
+    }
+    per_call.update({name: [ns / network_calls / 1000 for ns in values] for name, values in network.items()})
 
-        theirs_cold = timed(vcr_from_file, repeat)
+    def ratio(theirs: str, ours: str) -> tuple[float, str]:
+        ratios = [t / o for t, o in zip(per_call[theirs], per_call[ours], strict=True)]
+        best = min(per_call[theirs]) / min(per_call[ours])
+        return median(ratios), f"median of per-repeat ratios; best/best {best:.1f}x"
 
-    def verdict(ratio: float) -> str:
-        return f"{ratio:9.1f}x (goal >= {GOAL:.0f}x) {'MET' if ratio >= GOAL else 'MISSED'}"
+    hot, hot_note = ratio("vcrpy_hot", "spanreplay_hot")
+    cold, cold_note = ratio("vcrpy_cold", "spanreplay_cold")
+    overhead = [r / p for r, p in zip(per_call["recorded"], per_call["plain"], strict=True)]
+    figures = [
+        Figure(NAME, f"spanreplay replay, {size_kb:.0f} KB conversation, log loaded",
+               median(per_call["spanreplay_hot"]), "us/call", note=noise(per_call["spanreplay_hot"])),
+        Figure(NAME, "vcrpy playback, cassette loaded", median(per_call["vcrpy_hot"]), "us/call",
+               note=noise(per_call["vcrpy_hot"])),
+        Figure(NAME, "speed-up over vcrpy, loaded", hot, "x", goal=f">= {GOAL:g}x", met=hot >= GOAL, note=hot_note),
+        Figure(NAME, "spanreplay replay, trace file opened per call", median(per_call["spanreplay_cold"]), "us/call",
+               note=noise(per_call["spanreplay_cold"])),
+        Figure(NAME, "vcrpy playback, cassette opened per call", median(per_call["vcrpy_cold"]), "us/call",
+               note=noise(per_call["vcrpy_cold"])),
+        Figure(NAME, "speed-up over vcrpy, opened per call", cold, "x", note=cold_note),
+        Figure(NAME, "call to the local server, uninstrumented", median(per_call["plain"]), "us/call",
+               note=noise(per_call["plain"])),
+        Figure(NAME, "call to the local server, recorded in a run", median(per_call["recorded"]), "us/call",
+               note=noise(per_call["recorded"])),
+        Figure(NAME, "record overhead ratio", median(overhead), "x", note="median of per-repeat ratios"),
+        Figure(NAME, "replayed calls per repeat x repeats", calls * repeats, "calls", note=f"{calls} x {repeats}"),
+    ]
+    return figures
 
-    print("replay with the recording already loaded (EventLog / cassette in memory):")
-    print(f"  spanreplay:                {ours * 1e6:9.1f} us per call")
-    print(f"  vcrpy:                     {theirs * 1e6:9.1f} us per call")
-    print(f"  speed-up:                  {verdict(theirs / ours)}")
-    print("replay opening the recording each time (trace file / cassette file):")
-    print(f"  spanreplay:                {ours_cold * 1e6:9.1f} us per call")
-    print(f"  vcrpy:                     {theirs_cold * 1e6:9.1f} us per call")
-    print(f"  speed-up:                  {verdict(theirs_cold / ours_cold)}")
-    print(f"call, uninstrumented:        {plain * 1e6:9.1f} us per call (local server)")
-    print(f"call, recorded in a run:     {recorded_call * 1e6:9.1f} us per call")
-    print(f"record overhead ratio:       {recorded_call / plain:9.2f}x")
-    return 0
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = parse_args(__doc__.splitlines()[0], argv)
+    calls, repeats, network_calls = (20, 3, 5) if args.quick else (100, 15, 20)
+    emit(measure(calls=calls, repeats=repeats, network_calls=network_calls), as_json=args.json)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()
