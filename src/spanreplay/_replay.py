@@ -35,12 +35,12 @@ class ReplayEngine:
 
     def __init__(self, log: EventLog, *, ignore_paths: Sequence[str] = ()) -> None:
         self.log = log
-        self._ignore = tuple(_jsonpath.parse(p) for p in ignore_paths)
+        self._ignore = tuple(_jsonpath.parse(p) for p in ignore_paths) if ignore_paths else ()
         self._served: set[str] = set()
         self._lock = threading.Lock()
-        self._seqs = frozenset(event.seq for event in log)
+        self._seqs = frozenset([event.seq for event in log.events])
         self._children: dict[str, list[Event]] = {}
-        for event in log:
+        for event in log.events:
             self._children.setdefault(event.parent_call_id, []).append(event)
 
     @property
