@@ -34,7 +34,7 @@ from ..._run import Call
 try:  # private SDK helpers: without them every call takes the SDK's path
     from anthropic._compat import field_get_default
     from anthropic._constants import OVERRIDE_CAST_TO_HEADER, RAW_RESPONSE_HEADER
-    from anthropic._models import add_response_ids, construct_type
+    from anthropic._models import _build_discriminated_union_meta, add_response_ids, construct_type
     from anthropic._types import ModelBuilderProtocol
     from anthropic._utils import extract_type_arg, is_annotated_type, is_literal_type, is_type_alias_type
     from anthropic._utils._compat import is_union
@@ -212,13 +212,47 @@ def build(cast_to: Any, data: dict[str, Any]) -> Any:
     construction this does not mirror (a null for a field with another default,
     an integer a float field cannot hold), is built by ``construct_type`` itself.
     """
+    plan = _PLANS[cast_to] if cast_to in _PLANS else _plan(cast_to)
     try:
-        model = cast_to.model_validate(data, strict=True)
+        model = cast_to.model_validate(_with_blocks(data, plan), strict=True)
     except Exception:  # a body this SDK's types do not describe: the SDK's own way
         return construct_type(type_=cast_to, value=data)
     if not _as_constructed(model, data):
         return construct_type(type_=cast_to, value=data)
     return model
+
+
+def _with_blocks(data: dict[str, Any], plan: _Plan | None) -> dict[str, Any]:
+    """``data`` with its lists of union members (the content blocks) built by their discriminator.
+
+    Validating a union tries its members one by one, and a Message's content
+    union has a dozen: each block costs several times its own validation. The
+    discriminator names the one member that can match (as it does for
+    ``construct_type``), so each block is validated as that member; the model's
+    validation then takes the built blocks as they are. Where a block has no
+    member for its discriminator, or does not validate as it, ``data`` is
+    returned unchanged for the model's validation to judge.
+    """
+    if plan is None or not plan.blocks:
+        return data
+    built_data: dict[str, Any] | None = None
+    for name, key, members in plan.blocks:
+        items = data.get(name)
+        if type(items) is not list:
+            continue
+        built: list[Any] = []
+        for item in items:
+            member = members.get(item.get(key)) if type(item) is dict else None
+            if member is None:
+                return data
+            try:
+                built.append(member.model_validate(item, strict=True))
+            except Exception:
+                return data
+        if built_data is None:
+            built_data = dict(data)
+        built_data[name] = built
+    return data if built_data is None else built_data
 
 
 # How construct_type builds each field of a model: None (the value as validation
@@ -230,13 +264,20 @@ _UNSUPPORTED: Final = object()
 
 
 class _Plan:
-    """One model class: the fields whose built value can differ, and those whose default is not None."""
+    """One model class: the fields whose built value can differ, those whose default is not
+    None, and its lists of discriminated union members (name, discriminator key, members)."""
 
-    __slots__ = ("not_none_defaults", "steps")
+    __slots__ = ("blocks", "not_none_defaults", "steps")
 
-    def __init__(self, steps: tuple[tuple[str, _Step], ...], not_none_defaults: tuple[str, ...]) -> None:
+    def __init__(
+        self,
+        steps: tuple[tuple[str, _Step], ...],
+        not_none_defaults: tuple[str, ...],
+        blocks: tuple[tuple[str, str, dict[Any, Any]], ...],
+    ) -> None:
         self.steps = steps
         self.not_none_defaults = not_none_defaults
+        self.blocks = blocks
 
 
 _PLANS: dict[type, _Plan | None] = {}
@@ -287,10 +328,28 @@ def _plan(cls: type) -> _Plan | None:
             plan = _Plan(
                 tuple((name, step) for name, step in steps if step is not None),
                 tuple(name for name, f in fields.items() if field_get_default(f) is not None),
+                tuple(block for block in (_blocks(name, f.annotation) for name, f in fields.items()) if block),
             )
     if len(_PLANS) < 4096:
         _PLANS[cls] = plan
     return plan
+
+
+def _blocks(name: str, annotation: Any) -> tuple[str, str, dict[Any, Any]] | None:
+    """``(name, discriminator key, {value: member})`` for a field typed as a list of a discriminated union."""
+    if get_origin(annotation) is not list:
+        return None
+    (item,) = get_args(annotation)
+    if not is_annotated_type(item):
+        return None
+    union = extract_type_arg(item, 0)
+    if not is_union(get_origin(union)):
+        return None
+    meta = _build_discriminated_union_meta(union=union, meta_annotations=get_args(item)[1:])
+    if meta is None:
+        return None
+    members = {value: member for value, member in meta.mapping.items() if inspect.isclass(member)}
+    return name, meta.field_alias_from or meta.field_name, members
 
 
 def _step(annotation: Any) -> _Step:
