@@ -235,14 +235,22 @@ class Run:
     def _context_run_id(self) -> str | None:
         return self.run_id
 
-    def enter_process_wide(self) -> Run:
+    def enter_process_wide(self, *, shared: bool = True) -> Run:
         """Open the run for the whole process rather than for the calling context.
 
         ``current_run()`` then finds it from every thread and task that has no run
         of its own. Zero-code mode opens its run this way, on first use, from
         whatever task or thread makes the first call. End it with ``exit_process_wide``.
+
+        ``shared=False`` opens it for no context at all: only the factory that
+        ``current_run()`` falls back to hands it out (one run per trace does this,
+        so that one trace's run is never found from another trace).
         """
         self.__enter__()
+        if not shared:
+            with _open_lock:
+                if self in _open_runs:
+                    _open_runs.remove(self)
         # Unbind it from this context again: a context variable set inside one task
         # would be invisible to the others and could not be reset from another context.
         run_token, scope_token, id_token, otel_token = self._tokens.pop()

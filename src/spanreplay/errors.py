@@ -36,6 +36,7 @@ __all__ = [
     "RunNotFoundError",
     "SchemaVersionError",
     "SpanReplayError",
+    "TraceFailed",
     "TraceFormatError",
     "UnexpectedCallError",
 ]
@@ -207,3 +208,13 @@ class LeftoverEventsError(ReplayDivergenceError):
 class OutcomeChangedError(ReplayDivergenceError):
     """Every step matched, but the run ended differently (a recorded failure did not recur,
     or a run that succeeded failed on replay with an error of its own)."""
+
+
+class TraceFailed(SpanReplayError):
+    """How a run of one trace (``SPANREPLAY_RUN_SCOPE=trace``) failed: its root span ended with status ERROR.
+
+    Not raised to the application: it is the failure recorded for the run. The
+    message is ``"ExceptionType: message"`` from the root span's exception event,
+    or the span's status description, so a replay whose trace fails the same way
+    is seen to reproduce the recorded failure.
+    """

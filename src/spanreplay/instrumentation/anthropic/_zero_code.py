@@ -7,7 +7,8 @@ with the program's outcome. ``SPANREPLAY_MODE=replay`` replays
 ``SPANREPLAY_RUN_ID`` from ``SPANREPLAY_SOURCE`` the same way, and prints how the
 replay ended. ``SPANREPLAY_TRACE_DIR`` picks the trace directory,
 ``SPANREPLAY_AGENT`` the agent name (default: ``OTEL_SERVICE_NAME``, else the
-script's name).
+script's name). ``SPANREPLAY_RUN_SCOPE=trace`` makes each trace the application
+starts a run of its own instead (``_trace_scope``).
 """
 
 from __future__ import annotations
@@ -21,9 +22,13 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+
 from ..._config import configure
 from ..._run import RecordingRun, ReplayingRun, Run, set_process_run_factory
 from ...errors import ConfigurationError, SpanReplayError
+from ._trace_scope import RootSpanEnd, TraceRuns
 
 logger = logging.getLogger("spanreplay")
 
@@ -33,6 +38,8 @@ _lock = threading.Lock()
 _run: Run | None = None
 _exit: tuple[type[BaseException] | None, BaseException | None, TracebackType | None] = (None, None, None)
 _hooked = False
+_trace_runs: TraceRuns | None = None
+_root_span_end: RootSpanEnd | None = None
 
 
 def _agent_name() -> str:
@@ -48,22 +55,54 @@ def start_from_environment() -> None:
     mode = os.environ.get("SPANREPLAY_MODE", "").strip().lower()
     if not mode or mode == "off":
         return
-    if mode == "record":
-        configure()
-        set_process_run_factory(
-            _factory(lambda: RecordingRun(_agent_name(), os.environ.get("SPANREPLAY_RUN_ID") or None))
+    scope = os.environ.get("SPANREPLAY_RUN_SCOPE", "").strip().lower() or "process"
+    error: ConfigurationError | None = None
+    if scope not in ("process", "trace"):
+        error = ConfigurationError(
+            f"SPANREPLAY_RUN_SCOPE={scope!r} is not a run scope; set it to 'process' (the default: the "
+            "process is one run) or 'trace' (each trace the application starts is a run)."
         )
+    elif mode == "record":
+        configure()
+        # A run id given for the process names one run; traces are many, so each gets its own.
+        run_id = (os.environ.get("SPANREPLAY_RUN_ID") or None) if scope == "process" else None
+        _install(lambda: RecordingRun(_agent_name(), run_id), scope, replaying=False)
     elif mode == "replay":
-        set_process_run_factory(_factory(_replaying_run))
+        _install(_replaying_run, scope, replaying=True)
     else:
         error = ConfigurationError(
             f"SPANREPLAY_MODE={mode!r} is not a mode; set it to 'record' or 'replay' (or unset it to run live)."
         )
+    if error is not None:
         # A replay that silently ran live would reach the network: refuse every call instead.
         set_process_run_factory(_refuse(error))
         logger.error("%s", error)
         return
     _hook_exit()
+
+
+def _install(make: Any, scope: str, *, replaying: bool) -> None:
+    global _trace_runs, _root_span_end
+    if scope == "process":
+        set_process_run_factory(_factory(make))
+        return
+    _trace_runs = TraceRuns(make, replaying=replaying)
+    provider = trace.get_tracer_provider()
+    if not isinstance(provider, TracerProvider):
+        # Replay configures no exporter, and without an SDK provider the application's
+        # spans would have no trace ids to tell its runs apart. One with no exporter
+        # writes nothing. (Record mode's configure() has set one already.)
+        provider = TracerProvider()
+        trace.set_tracer_provider(provider)
+    if isinstance(trace.get_tracer_provider(), TracerProvider):
+        _root_span_end = RootSpanEnd(_trace_runs)
+        provider.add_span_processor(_root_span_end)
+    else:  # another provider won the race to be global: no root span reaches a processor of ours
+        logger.warning(
+            "spanreplay: SPANREPLAY_RUN_SCOPE=trace found a tracer provider that is not the "
+            "OpenTelemetry SDK's; each trace's run ends when the process exits"
+        )
+    set_process_run_factory(_trace_runs.current)
 
 
 def _replaying_run() -> ReplayingRun:
@@ -115,10 +154,15 @@ def _hook_exit() -> None:
 
 
 def _end() -> None:
-    global _run
+    global _run, _trace_runs
     with _lock:
         run, _run = _run, None
+        runs, _trace_runs = _trace_runs, None
     set_process_run_factory(None)
+    if _root_span_end is not None:
+        _root_span_end.runs = None  # a provider cannot drop a processor: this one goes quiet
+    if runs is not None:
+        runs.end_all(_exit)
     if run is None:
         return
     try:
