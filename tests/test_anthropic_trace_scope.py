@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import textwrap
 from pathlib import Path
@@ -11,7 +10,7 @@ import pytest
 
 import spanreplay
 from messages_api_server import MessagesAPIServer, reply, serve, text
-from test_anthropic_zero_code import _instrument_command, _plugin_path
+from test_anthropic_zero_code import _instrument_command, _instrument_env
 
 server = pytest.fixture(serve, name="server")
 
@@ -53,20 +52,18 @@ SERVER = textwrap.dedent(
 
 
 def _env(tmp_path: Path, server: MessagesAPIServer, **extra: str) -> dict[str, str]:
-    env = {
-        **os.environ,
-        "PYTHONPATH": _plugin_path(tmp_path),
-        "AGENT_BASE_URL": server.url,
-        "AGENT_TOOL_LOG": str(tmp_path / "tools.log"),
-        "OTEL_TRACES_EXPORTER": "none",
-        "OTEL_METRICS_EXPORTER": "none",
-        "OTEL_LOGS_EXPORTER": "none",
+    return {
+        **_instrument_env(tmp_path, server),
         "SPANREPLAY_TRACE_DIR": str(tmp_path / "traces"),
         "SPANREPLAY_RUN_SCOPE": "trace",
         **extra,
     }
-    env.pop("ANTHROPIC_API_KEY", None)
-    return env
+
+
+def _replay_env(tmp_path: Path, server: MessagesAPIServer, run_id: str) -> dict[str, str]:
+    return _env(
+        tmp_path, server, SPANREPLAY_MODE="replay", SPANREPLAY_SOURCE=str(tmp_path / "traces"), SPANREPLAY_RUN_ID=run_id
+    )
 
 
 def _run(tmp_path: Path, env: dict[str, str], *orders: str) -> subprocess.CompletedProcess[str]:
@@ -115,14 +112,7 @@ def test_replay_serves_the_named_run_to_the_trace_that_reaches_it(server: Messag
     failed = runs["B-2"]
     server.stop()
 
-    env = _env(
-        tmp_path,
-        server,
-        SPANREPLAY_MODE="replay",
-        SPANREPLAY_SOURCE=str(tmp_path / "traces"),
-        SPANREPLAY_RUN_ID=failed.run_id,
-    )
-    replayed = _run(tmp_path, env, "B-2")
+    replayed = _run(tmp_path, _replay_env(tmp_path, server, failed.run_id), "B-2")
 
     assert replayed.returncode == 0, replayed.stderr
     assert replayed.stdout.splitlines() == ["B-2 failed: order B-2 is lost"]
@@ -136,14 +126,7 @@ def test_replay_refuses_a_second_trace_rather_than_run_it_live(server: MessagesA
     served = runs["A-1"]
     server.stop()
 
-    env = _env(
-        tmp_path,
-        server,
-        SPANREPLAY_MODE="replay",
-        SPANREPLAY_SOURCE=str(tmp_path / "traces"),
-        SPANREPLAY_RUN_ID=served.run_id,
-    )
-    replayed = _run(tmp_path, env, "A-1", "B-2")
+    replayed = _run(tmp_path, _replay_env(tmp_path, server, served.run_id), "A-1", "B-2")
 
     assert replayed.returncode != 0
     assert replayed.stdout.splitlines() == ["A-1 On its way."]

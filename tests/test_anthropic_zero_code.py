@@ -71,6 +71,22 @@ def _plugin_path(tmp_path: Path) -> str:
     return str(tmp_path / "site")
 
 
+def _instrument_env(tmp_path: Path, server: MessagesAPIServer) -> dict[str, str]:
+    """The environment of an agent run under opentelemetry-instrument, spanreplay's variables left to the test."""
+    env = {
+        **os.environ,
+        "PYTHONPATH": _plugin_path(tmp_path),
+        "AGENT_BASE_URL": server.url,
+        "AGENT_TOOL_LOG": str(tmp_path / "tools.log"),
+        "OTEL_TRACES_EXPORTER": "none",
+        "OTEL_METRICS_EXPORTER": "none",
+        "OTEL_LOGS_EXPORTER": "none",
+    }
+    for name in ("ANTHROPIC_API_KEY", "SPANREPLAY_SOURCE", "SPANREPLAY_RUN_ID", "SPANREPLAY_RUN_SCOPE"):
+        env.pop(name, None)
+    return env
+
+
 @pytest.mark.slow
 def test_opentelemetry_instrument_records_the_process_and_replays_it_offline(
     server: MessagesAPIServer, tmp_path: Path
@@ -78,18 +94,7 @@ def test_opentelemetry_instrument_records_the_process_and_replays_it_offline(
     (tmp_path / "agent.py").write_text(AGENT)
     tool_log = tmp_path / "tools.log"
     traces = tmp_path / "traces"
-    env = {
-        **os.environ,
-        "PYTHONPATH": _plugin_path(tmp_path),
-        "AGENT_BASE_URL": server.url,
-        "AGENT_TOOL_LOG": str(tool_log),
-        "OTEL_TRACES_EXPORTER": "none",
-        "OTEL_METRICS_EXPORTER": "none",
-        "OTEL_LOGS_EXPORTER": "none",
-        "SPANREPLAY_TRACE_DIR": str(traces),
-        "SPANREPLAY_MODE": "record",
-    }
-    env.pop("ANTHROPIC_API_KEY", None)
+    env = {**_instrument_env(tmp_path, server), "SPANREPLAY_TRACE_DIR": str(traces), "SPANREPLAY_MODE": "record"}
     server.script(reply(tool_use("lookup_order", {"order_id": "A-17"}, "toolu_01")), reply(text("It shipped.")))
     recorded = subprocess.run(
         [*_instrument_command(), "agent.py"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
@@ -117,17 +122,7 @@ def test_opentelemetry_instrument_records_the_process_and_replays_it_offline(
 
 def test_replay_mode_without_a_source_refuses_to_run_live(server: MessagesAPIServer, tmp_path: Path) -> None:
     (tmp_path / "agent.py").write_text(AGENT)
-    env = {
-        **os.environ,
-        "PYTHONPATH": _plugin_path(tmp_path),
-        "AGENT_BASE_URL": server.url,
-        "AGENT_TOOL_LOG": str(tmp_path / "tools.log"),
-        "OTEL_TRACES_EXPORTER": "none",
-        "OTEL_METRICS_EXPORTER": "none",
-        "OTEL_LOGS_EXPORTER": "none",
-        "SPANREPLAY_MODE": "replay",
-    }
-    env.pop("SPANREPLAY_SOURCE", None)
+    env = {**_instrument_env(tmp_path, server), "SPANREPLAY_MODE": "replay"}
     done = subprocess.run(
         [*_instrument_command(), "agent.py"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
     )
