@@ -69,6 +69,26 @@ def noise(values: Sequence[float]) -> str:
     return f"best {format_value(min(values))}, spread {spread(values):.0%}"
 
 
+def peer_and_count(
+    name: str, us: dict[str, list[float]], ours: str, metric: str, rewind_note: str, *, calls: int, repeats: int
+) -> list[Figure]:
+    """The rows that compare case ``ours`` with agent-rewind's (case ``agent_rewind``), and the call count.
+
+    ``metric`` names agent-rewind's figure; without agent-rewind installed it is
+    reported as not measured, with ``rewind_note`` saying why.
+    """
+    figures: list[Figure] = []
+    if "agent_rewind" in us:
+        peer = median(us["agent_rewind"])
+        figures.append(Figure(name, metric, peer, "us/call", note="peer; " + noise(us["agent_rewind"])))
+        figures.append(Figure(name, "ratio spanreplay / agent-rewind", median(us[ours]) / peer, "x",
+                              note=f"best/best {min(us[ours]) / min(us['agent_rewind']):.2f}x"))
+    else:
+        figures.append(Figure(name, metric, float("nan"), "us/call", note=rewind_note))
+    figures.append(Figure(name, "calls per repeat x repeats", calls * repeats, "calls", note=f"{calls} x {repeats}"))
+    return figures
+
+
 def text_of_size(size: int, seed: int) -> str:
     """Deterministic word-like ASCII text of exactly ``size`` characters."""
     rng = random.Random(seed)

@@ -33,6 +33,7 @@ from _common import (
     median,
     noise,
     parse_args,
+    peer_and_count,
 )
 from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
@@ -219,15 +220,8 @@ def measure(*, calls: int, repeats: int) -> list[Figure]:
         Figure(NAME, "ratio spanreplay / bare span written by ConsoleSpanExporter", console, "x", note=console_note),
         Figure(NAME, "ratio spanreplay / bare span written as an orjson line", lines, "x", note=lines_note),
     ]
-    if "agent_rewind" in us:
-        peer = median(us["agent_rewind"])
-        figures.append(Figure(NAME, "agent-rewind @rewind.tool", peer, "us/call",
-                              note="peer, JSON-lines file; " + noise(us["agent_rewind"])))
-        figures.append(Figure(NAME, "ratio spanreplay / agent-rewind", ours / peer, "x",
-                              note=f"best/best {min(us['spanreplay']) / min(us['agent_rewind']):.2f}x"))
-    else:
-        figures.append(Figure(NAME, "agent-rewind @rewind.tool", float("nan"), "us/call", note=rewind_note))
-    figures.append(Figure(NAME, "calls per repeat x repeats", calls * repeats, "calls", note=f"{calls} x {repeats}"))
+    figures += peer_and_count(NAME, us, "spanreplay", "agent-rewind @rewind.tool (JSON-lines file)", rewind_note,
+                              calls=calls, repeats=repeats)
     return figures
 
 

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import orjson
-from _common import QUERY, Case, Figure, emit, interleaved, lookup_plain, median, noise, parse_args
+from _common import QUERY, Case, Figure, emit, interleaved, lookup_plain, median, noise, parse_args, peer_and_count
 from opentelemetry.sdk.trace import TracerProvider
 
 import spanreplay
@@ -108,15 +108,8 @@ def measure(*, calls: int, repeats: int) -> list[Figure]:
         Figure(NAME, "floor: orjson encode input + decode output", median(us["floor"]), "us/call",
                note="work every replay must do"),
     ]
-    if "agent_rewind" in us:
-        peer = median(us["agent_rewind"])
-        figures.append(Figure(NAME, "agent-rewind @rewind.tool replay", peer, "us/call",
-                              note="peer; " + noise(us["agent_rewind"])))
-        figures.append(Figure(NAME, "ratio spanreplay / agent-rewind", ours / peer, "x",
-                              note=f"best/best {min(us['tool']) / min(us['agent_rewind']):.2f}x"))
-    else:
-        figures.append(Figure(NAME, "agent-rewind @rewind.tool replay", float("nan"), "us/call", note=rewind_note))
-    figures.append(Figure(NAME, "calls per repeat x repeats", calls * repeats, "calls", note=f"{calls} x {repeats}"))
+    figures += peer_and_count(NAME, us, "tool", "agent-rewind @rewind.tool replay", rewind_note,
+                              calls=calls, repeats=repeats)
     return figures
 
 
