@@ -124,7 +124,8 @@ def iter_spans(source: str | os.PathLike[str], *, contains: bytes | None = None)
     Args:
         contains: in JSON-lines files, skip lines that do not contain these bytes
             without parsing them (a quoted run id: filtering one run costs a
-            substring search, not a JSON parse). It must not contain a newline.
+            substring search, not a JSON parse). It must not contain a newline;
+            empty bytes filter nothing.
 
     Raises:
         TraceFormatError: a source that cannot be read, naming the file and line.
@@ -333,7 +334,7 @@ def _read_lines(
 ) -> Iterator[SpanRecord]:
     """The spans of each line from here on; ``head`` (line ``start``, at ``offset``) is already read."""
     located: Iterator[tuple[int | None, int, bytes]]
-    if contains is None:
+    if not contains:  # every line holds b"": nothing to filter
         located = ((n, 0, line) for n, line in numbered_lines(stream, start=start, head=head))
     elif head and contains in head:
         located = itertools.chain(
