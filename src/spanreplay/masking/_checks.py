@@ -10,44 +10,77 @@ from __future__ import annotations
 import socket
 from typing import Final
 
-_DOUBLED: Final = {str(d): (2 * d if d < 5 else 2 * d - 9) for d in range(10)}
+# Per digit byte, the digit sum of twice the digit (Luhn's doubled positions);
+# a bytes.translate table, so a whole number is doubled and summed in C.
+_DOUBLED: Final = bytes(
+    (2 * (b - 48) if (b - 48) < 5 else 2 * (b - 48) - 9) if 48 <= b <= 57 else 0 for b in range(256)
+)
 
 
 def luhn_ok(digits: str) -> bool:
     """The Luhn (mod 10) check every payment card number passes. ``digits``: ASCII digits only."""
-    backwards = digits[::-1]
-    return (sum(map(int, backwards[0::2])) + sum(map(_DOUBLED.__getitem__, backwards[1::2]))) % 10 == 0
+    data = digits.encode("ascii")
+    # From the last digit leftwards: every other digit counts as it is (its byte
+    # less 48, the code of "0"), the ones between doubled.
+    kept = data[-1::-2]
+    return (sum(kept) - 48 * len(kept) + sum(data[-2::-2].translate(_DOUBLED))) % 10 == 0
 
 
 # Issuer prefixes and the lengths each network issues. A digit run that passes
 # Luhn but starts like no card network (order ids often start with 1, 7, 8, 9)
 # is not a card: one in ten random numbers passes Luhn on its own.
+def _network_lengths(head: str) -> range | tuple[int, ...]:
+    """The lengths a card network issues numbers starting with the 4 digits ``head``."""
+    head2 = int(head[:2])
+    head3 = int(head[:3])
+    head4 = int(head)
+    if head[0] == "4":  # Visa
+        return (13, 16, 19)
+    if 51 <= head2 <= 55 or 2221 <= head4 <= 2720:  # Mastercard
+        return (16,)
+    if head2 in (34, 37):  # American Express
+        return (15,)
+    if head2 in (36, 38, 39) or 300 <= head3 <= 305:  # Diners Club
+        return range(14, 20)
+    if head == "6011" or head2 == 65 or 644 <= head3 <= 649:  # Discover
+        return range(16, 20)
+    if head2 == 62:  # UnionPay
+        return range(16, 20)
+    if 3528 <= head4 <= 3589:  # JCB
+        return range(16, 20)
+    if head2 in (50, 56, 57, 58, 67, 63):  # Maestro
+        return range(12, 20)
+    return ()
+
+
+# The first four digits decide the network: per 4-digit head, a bit per length
+# issued, filled in as heads are met (there are at most 10,000).
+_LENGTH_BITS: dict[str, int] = {}
+
+
 def card_network_ok(digits: str) -> bool:
     """True when ``digits`` starts like a card network's numbers and has one of its lengths."""
-    n = len(digits)
-    head2 = int(digits[:2])
-    head4 = int(digits[:4])
-    if digits[0] == "4":  # Visa
-        return n in (13, 16, 19)
-    if 51 <= head2 <= 55 or 2221 <= head4 <= 2720:  # Mastercard
-        return n == 16
-    if head2 in (34, 37):  # American Express
-        return n == 15
-    if head2 in (36, 38, 39) or 300 <= int(digits[:3]) <= 305:  # Diners Club
-        return 14 <= n <= 19
-    if digits.startswith("6011") or head2 == 65 or 644 <= int(digits[:3]) <= 649:  # Discover
-        return 16 <= n <= 19
-    if head2 == 62:  # UnionPay
-        return 16 <= n <= 19
-    if 3528 <= head4 <= 3589:  # JCB
-        return 16 <= n <= 19
-    if head2 in (50, 56, 57, 58, 67, 63):  # Maestro
-        return 12 <= n <= 19
-    return False
+    return bool(_length_bits(digits[:4]) >> len(digits) & 1)
+
+
+def _length_bits(head: str) -> int:
+    bits = _LENGTH_BITS.get(head)
+    if bits is None:
+        if len(head) < 4 or not (head.isascii() and head.isdigit()):
+            return 0
+        bits = _LENGTH_BITS[head] = sum(1 << n for n in _network_lengths(head))
+    return bits
 
 
 def card_ok(digits: str) -> bool:
-    return 12 <= len(digits) <= 19 and card_network_ok(digits) and luhn_ok(digits)
+    """A payment card number: a network's prefix and length, and the Luhn check.
+    ``digits``: ASCII digits only. Runs once per candidate, so written out in full."""
+    n = len(digits)
+    if n < 12 or n > 19 or not _length_bits(digits[:4]) >> n & 1:
+        return False
+    data = digits.encode("ascii")
+    kept = data[-1::-2]
+    return (sum(kept) - 48 * len(kept) + sum(data[-2::-2].translate(_DOUBLED))) % 10 == 0
 
 
 # ISO 13616 lengths by country (the SWIFT IBAN registry).
@@ -94,15 +127,23 @@ def digit_count_between(text: str, low: int, high: int) -> bool:
 def ipv4_ok(text: str) -> bool:
     """A dotted quad that names a host: not loopback, unspecified, multicast or a netmask."""
     parts = text.split(".")
-    if len(parts) != 4 or any(len(p) > 1 and p[0] == "0" for p in parts):
+    if len(parts) != 4:
         return False
-    octets = [int(p) for p in parts]
-    if any(o > 255 for o in octets):
+    a, b, c, d = parts
+    if (
+        (len(a) > 1 and a[0] == "0")
+        or (len(b) > 1 and b[0] == "0")
+        or (len(c) > 1 and c[0] == "0")
+        or (len(d) > 1 and d[0] == "0")
+    ):
         return False
-    if octets[0] in (0, 127) or octets[0] >= 224:
+    first, second, third, fourth = int(a), int(b), int(c), int(d)
+    if second > 255 or third > 255 or fourth > 255 or first in (0, 127) or first >= 224:
         return False
     # 255.255.255.0 and friends are netmasks, not hosts.
-    return not (octets[0] == 255 or (octets[0] >= 128 and all(o in _MASK_OCTETS for o in octets)))
+    return first < 128 or not (
+        first in _MASK_OCTETS and second in _MASK_OCTETS and third in _MASK_OCTETS and fourth in _MASK_OCTETS
+    )
 
 
 _MASK_OCTETS: Final = frozenset((0, 128, 192, 224, 240, 248, 252, 254, 255))

@@ -34,6 +34,7 @@ from typing import Final, Protocol, runtime_checkable
 
 from ..errors import ConfigurationError
 from . import _checks
+from ._regex import shape_of
 
 __all__ = [
     "BUILTIN_DETECTORS",
@@ -67,6 +68,10 @@ class Detector(Protocol):
             backreferences) that matches somewhere in any text the detector finds
             something in, and in that text JSON-escaped; None to be asked about
             every text. ``after()`` and ``before()`` write boundaries that hold in both.
+
+    A detector may also say ``separable = True``: it finds in texts joined with
+    NUL what it finds in each alone (see ``_joined``), so it can be asked once
+    about all of a payload's strings. Without it, it is asked text by text.
     """
 
     name: str
@@ -89,6 +94,9 @@ class Detector(Protocol):
 # In JSON text a newline is the two characters "\n", so the character before a
 # finding can read as a letter ("n", "t", ...) or a hex digit ("\u001f") there.
 _ESCAPE_END: Final = r"\\[bfnrt]|\\u00[0-9a-fA-F]{2}"
+# The end of each ``after()`` boundary, with the part that is there for JSON text alone.
+AFTER_ESCAPED: Final = "]|" + _ESCAPE_END + ")"
+AFTER_PLAIN: Final = "])"
 
 
 def after(excluded: str) -> str:
@@ -127,10 +135,22 @@ class Pattern:
         group: the group whose span is the finding (the whole match by default).
         check: called with the finding's text; False rejects the hit.
         refine: called with the text and the finding's span; returns the span to
-            mask or None to reject the hit.
+            mask or None to reject the hit. A pattern with a ``refine`` of your own
+            is asked text by text (it may read anything in the text).
     """
 
-    __slots__ = ("check", "group", "literals", "prefilter", "reach", "refine", "regex")
+    __slots__ = (
+        "_extent",
+        "_min_width",
+        "check",
+        "group",
+        "literals",
+        "prefilter",
+        "reach",
+        "refine",
+        "regex",
+        "separable",
+    )
 
     def __init__(
         self,
@@ -155,6 +175,10 @@ class Pattern:
         self.group = group
         self.check = check
         self.refine = refine
+        shape = shape_of(self.regex)
+        self.separable = shape.separable and (refine is None or refine in _SEPARABLE_REFINES)
+        self._min_width = shape.min_width
+        self._extent = shape.extent
 
     def __repr__(self) -> str:
         return f"Pattern({self.regex.pattern!r})"
@@ -164,28 +188,35 @@ class Pattern:
 
         Windows built from the prefilter matches widened by ``reach`` give exactly
         the hits of a whole-text scan. A search inside a window sees the text end
-        at the window's end; a hit that ends within ``reach`` of that cut is the
-        only kind the cut could have changed (a lookahead that read past it, a run
-        it stopped), so it is matched again against the whole text.
+        at the window's end, which can change only a match whose attempt read up
+        to that cut (a lookahead that looked past it, a run it stopped): one that
+        starts less than the expression's extent before the cut (or, for an
+        expression of unbounded width, ends within ``reach`` of it) is matched
+        again against the whole text.
         """
-        regex = self.regex
+        search = self.regex.search
         group = self.group
         check = self.check
         refine = self.refine
         n = len(text)
         reach = self.reach or 0
+        extent = self._extent
+        # No match fits in fewer characters: the rest of a window shorter than
+        # this is not searched.
+        shortest = self._min_width or 1
         last = 0
         found: list[Span] = []
         for a, b in windows if windows is not None else ((0, n),):
             pos = a if a > last else last
-            while pos < b:
-                match = regex.search(text, pos, b)
+            while b - pos >= shortest:
+                match = search(text, pos, b)
                 if match is None:
                     break
-                if b < n and match.end() > b - reach:
-                    match = regex.match(text, match.start())
+                if b < n and (match.end() > b - reach if extent is None else match.start() + extent > b):
+                    at = match.start()
+                    match = self.regex.match(text, at)
                     if match is None:
-                        pos += 1
+                        pos = at + 1
                         continue
                 start, end = match.span(group)
                 span: Span | None = (start, end) if start < end else None
@@ -266,6 +297,7 @@ class RegexDetector:
             if any(not p.literals for p in patterns)
             else tuple(dict.fromkeys(x for p in patterns for x in p.literals))
         )
+        self.separable = all(p.separable for p in patterns)
 
     def __repr__(self) -> str:
         return f"RegexDetector({self.name!r}, {[p.regex.pattern for p in self.patterns]!r})"
@@ -319,6 +351,9 @@ class EmailDetector:
     min_length: int = 6
     literals: tuple[str, ...] = ("@",)
     prefilter: str | None = r"[A-Za-z0-9._%+\-]@[A-Za-z0-9\-]+\.[A-Za-z0-9\-]"
+    # Neither the domain, nor the local part read backwards, nor the checks around
+    # them take a NUL.
+    separable: bool = True
 
     def __call__(self, text: str) -> Iterator[Span]:
         last_end = 0
@@ -343,57 +378,43 @@ class EmailDetector:
 
 # --- IPv6 ---------------------------------------------------------------------------------
 
-# Two colons at most five characters apart start every IPv6 address; the literal
-# ":" lets the engine skip ahead, and the address is then grown in both directions.
-_IPV6_HINT: Final = re.compile(r":[0-9A-Fa-f]{0,4}:", re.ASCII)
-_IPV6_HEAD_REVERSED: Final = re.compile(r"[0-9A-Fa-f]{0,5}", re.ASCII)
-_IPV6_BODY: Final = re.compile(r"[0-9A-Fa-f:.]*+", re.ASCII)
-_WORDISH: Final = frozenset("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
+# An address is a whole run of hex digits, ":" and "." that starts with at most four
+# hex digits and a ":", then at most four more and a second ":" (every address has
+# two colons at most five characters apart, and its first group before them), with no
+# letter, digit or "_" either side of the run. The expression starts at that first
+# ":" (a literal the engine finds fast; starting at a hex digit would stop at every
+# "a" to "f" in prose), and looks behind it for the first group: exactly k hex digits
+# after a character that cannot precede an address. The refine steps back over them.
+_IPV6: Final = (
+    r":(?:(?<![0-9A-Za-z_:.]:)"
+    + "".join(rf"|(?<=[0-9A-Fa-f]{{{k}}}:)(?<![0-9A-Za-z_:.][0-9A-Fa-f]{{{k}}}:)" for k in range(1, 5))
+    + r")[0-9A-Fa-f]{0,4}:[0-9A-Fa-f:.]*+(?![0-9A-Za-z_])"
+)
+_HEX: Final = frozenset("0123456789ABCDEFabcdef")
 _IPV6_MAX: Final = 45  # ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.255
 
 
-class IPv6Detector:
-    """IPv6 host addresses, full or compressed, with an embedded IPv4 tail or not."""
+def _ipv6_refine(text: str, colon: int, stop: int) -> Span | None:
+    start = colon
+    while start > colon - 4 and start > 0 and text[start - 1] in _HEX:
+        start -= 1
+    # No address is longer than 45 characters, and at most the two characters of a
+    # trailing "." or ":" (a sentence's end) are not its own: nothing here grows with the run.
+    if stop - start > _IPV6_MAX + 2:
+        return None
+    candidate = text[start:stop]
+    for _ in range(3):
+        if _checks.ipv6_ok(candidate):
+            return start, start + len(candidate)
+        if not candidate or candidate[-1] not in ".:":
+            return None
+        candidate = candidate[:-1]
+    return None
 
-    name: str = "ipv6"
-    pseudonymize: bool = True
-    min_length: int = 6
-    literals: tuple[str, ...] = (":",)
-    prefilter: str | None = r"::[0-9A-Fa-f]|[0-9A-Fa-f]::|(?:[0-9A-Fa-f]{1,4}:){3}[0-9A-Fa-f]"
 
-    def __call__(self, text: str) -> Iterator[Span]:
-        pos = 0
-        n = len(text)
-        while True:
-            hint = _IPV6_HINT.search(text, pos)
-            if hint is None:
-                return
-            colon = hint.start()
-            head = _IPV6_HEAD_REVERSED.match(text[max(pos, colon - 5) : colon][::-1])
-            start = colon - (head.end() if head else 0)
-            body = _IPV6_BODY.match(text, start)
-            end = body.end() if body else colon + 1
-            pos = max(end, colon + 1)
-            if colon - start > 4 or (start > 0 and (text[start - 1] in _WORDISH or text[start - 1] in ":.")):
-                continue
-            if end < n and text[end] in _WORDISH:
-                continue
-            # No address is longer than 45 characters, and at most the two characters of a
-            # trailing "." or ":" (a sentence's end) are not its own: nothing here grows with the run.
-            if end - start > _IPV6_MAX + 2:
-                continue
-            candidate = text[start:end]
-            for _ in range(3):
-                if _checks.ipv6_ok(candidate):
-                    yield start, start + len(candidate)
-                    break
-                if not candidate or candidate[-1] not in ".:":
-                    break
-                candidate = candidate[:-1]
-
-    def normalize(self, found: str) -> str:
-        packed = _checks.ipv6_packed(found)
-        return found.lower() if packed is None else socket.inet_ntop(socket.AF_INET6, packed)
+def _ipv6_normalize(found: str) -> str:
+    packed = _checks.ipv6_packed(found)
+    return found.lower() if packed is None else socket.inet_ntop(socket.AF_INET6, packed)
 
 
 # --- private keys ---------------------------------------------------------------------------
@@ -411,9 +432,11 @@ class PrivateKeyDetector:
 
     name: str = "private_key"
     pseudonymize: bool = False
-    min_length: int = 30
+    min_length: int = 27  # -----BEGIN PRIVATE KEY-----
     literals: tuple[str, ...] = ("-----BEGIN",)
     prefilter: str | None = r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY"
+    # A key without its END line runs to the end of its own text.
+    separable: bool = False
 
     def __call__(self, text: str) -> Iterator[Span]:
         pos = 0
@@ -442,7 +465,8 @@ def _digits_only(text: str) -> str:
 
 
 def _card_check(text: str) -> bool:
-    return _checks.card_ok(_digits_only(text))
+    # The expression lets only digits and one kind of separator through.
+    return _checks.card_ok(text.replace(" ", "").replace("-", ""))
 
 
 def _has_digit(text: str) -> bool:
@@ -453,15 +477,26 @@ def _iban_refine(text: str, start: int, stop: int) -> Span | None:
     length = _checks.IBAN_LENGTHS.get(text[start : start + 2])
     if length is None:
         return None
-    # The expression may run on into a following group; the country fixes the length.
-    end, count = start, 0
-    while end < stop and count < length:
-        if text[end] != " ":
-            count += 1
-        end += 1
-    if count != length or (end < len(text) and text[end].isalnum()):
+    # The expression may run on into a following group; the country fixes the
+    # length. The end lies past ``length`` characters and the spaces among them.
+    found = text[start:stop]
+    compact = found.replace(" ", "")
+    if len(compact) < length:
         return None
-    return (start, end) if _checks.iban_ok(text[start:end].replace(" ", "")) else None
+    end = start + length
+    space = found.find(" ")
+    while space != -1 and space < end - start:
+        end += 1
+        space = found.find(" ", space + 1)
+    if end < len(text) and text[end].isalnum():
+        return None
+    return (start, end) if _checks.iban_ok(compact[:length]) else None
+
+
+# Refines of our own that read the text no further than one character past the
+# span they are given (or, for IPv6, back over the hex digits the expression's
+# lookbehind took), where a NUL reads like the end or the start of the text.
+_SEPARABLE_REFINES: Final = frozenset((_iban_refine, _ipv6_refine))
 
 
 def _phone_international(text: str) -> bool:
@@ -526,7 +561,7 @@ def builtin_detectors(*, ip_addresses: bool = True) -> tuple[Detector, ...]:
             "jwt",
             rf"eyJ(?<![{_TOKEN}]eyJ)[{_TOKEN}]{{4,}}+\.[{_TOKEN}]{{4,}}+\.[{_TOKEN}]*+",
             pseudonymize=False,
-            min_length=20,
+            min_length=13,  # eyJ, 4, ".", 4, "."
             literals=("eyJ",),
             prefilter=rf"eyJ[{_TOKEN}]{{4}}",
         ),
@@ -653,7 +688,20 @@ def builtin_detectors(*, ip_addresses: bool = True) -> tuple[Detector, ...]:
                 check=_checks.ipv4_ok,
             )
         )
-        detectors.append(IPv6Detector())
+        detectors.append(
+            RegexDetector(
+                "ipv6",
+                _IPV6,
+                prefilter=r"::[0-9A-Fa-f]|[0-9A-Fa-f]::|(?:[0-9A-Fa-f]{1,4}:){3}[0-9A-Fa-f]",
+                # A whole address, at most 47 characters with a trailing "." or ":",
+                # holds a prefilter match: "::" beside a hex digit, or three groups.
+                reach=48,
+                min_length=6,
+                literals=(":",),
+                refine=_ipv6_refine,
+                normalize=_ipv6_normalize,
+            )
+        )
     return tuple(detectors)
 
 

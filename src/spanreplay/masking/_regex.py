@@ -1,0 +1,146 @@
+"""What a compiled expression's parsed form tells about how it can match.
+
+``re`` does not say how wide a match can be or what an expression can match, so
+these read the parse tree ``re.compile`` builds (the private ``re._parser``).
+Every answer errs on the safe side: anything unknown makes an expression "not
+separable" and its width unbounded, which only costs speed.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from typing import Any, Final
+
+__all__ = ["Shape", "shape_of"]
+
+_parser: Any
+try:
+    _parser = importlib.import_module("re._parser")
+except ImportError:  # pragma: no cover - every supported Python has it
+    _parser = None
+
+# Wider than any text worth bounding: treated as no bound at all.
+_UNBOUNDED: Final = 1 << 30
+
+_SAFE_CATEGORIES: Final = frozenset(
+    (
+        "CATEGORY_DIGIT",
+        "CATEGORY_SPACE",
+        "CATEGORY_WORD",
+        "CATEGORY_UNI_DIGIT",
+        "CATEGORY_UNI_SPACE",
+        "CATEGORY_UNI_WORD",
+        "CATEGORY_LINEBREAK",
+        "CATEGORY_UNI_LINEBREAK",
+    )
+)
+_SAFE_ANCHORS: Final = frozenset(("AT_BOUNDARY", "AT_NON_BOUNDARY", "AT_UNI_BOUNDARY", "AT_UNI_NON_BOUNDARY"))
+_NESTING: Final = frozenset(
+    ("SUBPATTERN", "MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT", "ATOMIC_GROUP", "BRANCH", "GROUPREF_EXISTS")
+)
+
+
+class Shape:
+    """What is known of one expression.
+
+    Attributes:
+        separable: nothing in it can match a NUL, and it has no anchor but ``\\b``
+            and ``\\B``: in texts joined with NUL it finds what it finds in each
+            text alone (see ``_joined``).
+        min_width: no match is shorter.
+        extent: a match attempt at a position reads no character at or past that
+            position plus ``extent`` (the widest match, every lookahead, and the one
+            character a run reads to find its end); None when unbounded.
+    """
+
+    __slots__ = ("extent", "min_width", "separable")
+
+    def __init__(self, separable: bool, min_width: int, extent: int | None) -> None:
+        self.separable = separable
+        self.min_width = min_width
+        self.extent = extent
+
+
+_UNKNOWN: Final = Shape(False, 0, None)
+
+
+def shape_of(regex: re.Pattern[str]) -> Shape:
+    if _parser is None or not isinstance(regex.pattern, str):
+        return _UNKNOWN
+    try:
+        parsed = _parser.parse(regex.pattern, regex.flags)
+        low, high = parsed.getwidth()
+        ahead = _lookahead_width(parsed)
+    except Exception:  # an expression re.compile took; anything odd is simply unknown
+        return _UNKNOWN
+    extent = high + ahead + 1
+    return Shape(_nodes_ok(parsed), low, extent if extent < _UNBOUNDED else None)
+
+
+def _lookahead_width(nodes: Any) -> int:
+    """The widths of all lookaheads in ``nodes``, added up (one may sit inside another)."""
+    total = 0
+    for op, av in nodes:
+        name = str(op)
+        if name in ("ASSERT", "ASSERT_NOT"):
+            if av[0] > 0:
+                total += av[1].getwidth()[1]
+            total += _lookahead_width(av[1])
+        for child in _children(name, av):
+            total += _lookahead_width(child)
+    return total
+
+
+def _children(name: str, av: Any) -> list[Any]:
+    if name == "SUBPATTERN":
+        return [av[3]]
+    if name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+        return [av[2]]
+    if name == "ATOMIC_GROUP":
+        return [av]
+    if name == "BRANCH":
+        return list(av[1])
+    if name == "GROUPREF_EXISTS":
+        return [branch for branch in av[1:] if branch is not None]
+    return []
+
+
+def _nodes_ok(nodes: Any) -> bool:
+    for op, av in nodes:
+        name = str(op)
+        if name == "LITERAL":
+            if av == 0:
+                return False
+        elif name == "IN":
+            if not _class_ok(av):
+                return False
+        elif name == "AT":
+            if str(av) not in _SAFE_ANCHORS:
+                return False
+        elif name in ("ASSERT", "ASSERT_NOT"):
+            if not _nodes_ok(av[1]):
+                return False
+        elif name in _NESTING:
+            if not all(_nodes_ok(child) for child in _children(name, av)):
+                return False
+        elif name != "GROUPREF":  # a back-reference repeats a group, which holds no NUL
+            return False  # ANY, NOT_LITERAL and whatever else: may match a NUL
+    return True
+
+
+def _class_ok(items: Any) -> bool:
+    for op, av in items:
+        name = str(op)
+        if name == "LITERAL":
+            if av == 0:
+                return False
+        elif name == "RANGE":
+            if av[0] == 0:
+                return False
+        elif name == "CATEGORY":
+            if str(av) not in _SAFE_CATEGORIES:
+                return False
+        else:  # NEGATE and anything unknown
+            return False
+    return True

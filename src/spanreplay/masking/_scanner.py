@@ -1,0 +1,264 @@
+"""Scanning strings: each detector's findings in a text, resolved and replaced.
+
+The gate says which detectors to ask about each text and where; the scanner
+asks them, resolves overlaps (the earliest finding wins, then the detector that
+comes first), leaves placeholders already in the text alone (so masking is
+idempotent) and writes each finding's token in one join.
+
+A finding's token depends on its detector and its text only, so the scanner
+remembers the token of each finding it has seen: the same address met again,
+in this payload or a later one, costs one dictionary lookup instead of its
+normalization and keyed hash.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Sequence
+from typing import Final
+
+from ._detectors import Detector, RegexDetector, Window
+from ._engine import Gate, PythonGate
+from ._joined import join, split_windows, starts_of
+from ._pseudonyms import PLACEHOLDER, Pseudonyms
+
+__all__ = ["WITHHELD", "Scanned", "Scanner"]
+
+Scanned = tuple[str, tuple[str, ...]]  # the masked text, the names of the detectors that fired
+Finding = tuple[int, int, int]  # start, detector index, end: sorts by position, then priority
+
+# Passes over a text after the first, when findings touch their neighbours; and
+# what the text becomes when they keep revealing more.
+_RESCANS: Final = 3
+WITHHELD: Final = "<masked>"
+# Tokens remembered per detector, and the longest finding remembered: a token is
+# cheap to make again, and a finding held here is a copy of a secret in memory.
+_TOKENS_HELD: Final = 16384
+_TOKEN_KEY_MAX: Final = 256
+# Object keys remembered with their scan results.
+_KEYS_HELD: Final = 8192
+_KEY_MAX: Final = 256
+
+
+class Scanner:
+    """Finds and replaces the detectors' findings in strings. Thread-safe."""
+
+    __slots__ = (
+        "_all",
+        "_constant",
+        "_keys",
+        "_names",
+        "_pseudonyms",
+        "_python_gate",
+        "_separable",
+        "_tokens",
+        "detectors",
+        "gate",
+    )
+
+    def __init__(
+        self, detectors: tuple[Detector, ...], gate: Gate, python_gate: PythonGate, pseudonyms: Pseudonyms
+    ) -> None:
+        self.detectors = detectors
+        self.gate = gate
+        self._python_gate = python_gate
+        self._pseudonyms = pseudonyms
+        self._all = tuple(range(len(detectors)))
+        self._names = tuple(d.name for d in detectors)
+        self._separable = tuple(getattr(d, "separable", False) is True for d in detectors)
+        # A detector whose every finding becomes the same placeholder needs no memory.
+        self._constant: tuple[str | None, ...] = tuple(
+            None if pseudonyms.keyed and d.pseudonymize else f"<{d.name}>" for d in detectors
+        )
+        self._tokens: tuple[dict[str, str], ...] = tuple({} for _ in detectors)
+        self._keys: dict[str, Scanned] = {}
+
+    def changes(self, texts: Sequence[str], active: Sequence[int]) -> dict[int, Scanned]:
+        """The masked form of each text something fired in (by index), and the detectors
+        that fired in it; the other texts are as they were."""
+        if not active or not texts:
+            return {}
+        out: dict[int, Scanned] = {}
+        joined, starts, groups = self._find(texts, active, self.gate)
+        for k, found in groups:
+            scanned = self._settle(joined, starts[k], starts[k + 1] - 1, found)
+            if scanned[1]:
+                out[k] = scanned
+        return out
+
+    def scan_key(self, key: str) -> Scanned:
+        """An object key's masked form and the detectors that fired in it. Keys repeat
+        from payload to payload and are short: remembered here, and looked for with
+        literal tests alone."""
+        hit = self._keys.get(key)
+        if hit is None:
+            _, _, groups = self._find((key,), self._all, self._python_gate)
+            hit = self._settle(key, 0, len(key), groups[0][1]) if groups else (key, ())
+            if len(key) <= _KEY_MAX:
+                if len(self._keys) >= _KEYS_HELD:
+                    self._keys.clear()
+                self._keys[key] = hit
+        return hit
+
+    def _find(
+        self, texts: Sequence[str], active: Sequence[int], gate: Gate
+    ) -> tuple[str, list[int], list[tuple[int, list[Finding]]]]:
+        """The texts joined, where each starts in that (and one past the end plus one),
+        and per text with findings: its index and its findings, sorted, in offsets of
+        the joined texts."""
+        joined = join(texts)
+        starts = starts_of(texts) if len(texts) > 1 else [0, len(joined) + 1]
+        located = gate.locate(texts, joined, active)
+        if not located:
+            return joined, starts, []
+        detectors = self.detectors
+        separable = self._separable
+        single = len(texts) == 1
+        found: list[Finding] = []
+        for i, windows in located.items():
+            if single or separable[i]:
+                if windows is None:
+                    spans = detectors[i](joined)
+                else:
+                    detector = detectors[i]
+                    assert isinstance(detector, RegexDetector)
+                    spans = detector.locate(joined, windows)
+                found += [(start, i, end) for start, end in spans]
+            else:
+                found += self._text_by_text(i, windows, texts, starts)
+        if not found:
+            return joined, starts, []
+        found.sort()
+        if single:
+            return joined, starts, [(0, found)]
+        # Sorted findings, cut where one text ends and the next begins.
+        groups: list[tuple[int, list[Finding]]] = []
+        following = 0  # where the text after the current one starts
+        mine: list[Finding] = []
+        for finding in found:
+            if finding[0] >= following:
+                k = bisect.bisect_right(starts, finding[0]) - 1
+                following = starts[k + 1]
+                mine = []
+                groups.append((k, mine))
+            mine.append(finding)
+        return joined, starts, groups
+
+    def _text_by_text(
+        self, i: int, windows: tuple[Sequence[Window] | None, ...] | None, texts: Sequence[str], starts: list[int]
+    ) -> list[Finding]:
+        """Detector ``i``, which is not separable, asked about each text alone."""
+        detector = self.detectors[i]
+        selects = self._python_gate.selects
+        found: list[Finding] = []
+        if windows is None:
+            for k, text in enumerate(texts):
+                if selects(text, i):
+                    base = starts[k]
+                    found += [(start + base, i, end + base) for start, end in detector(text)]
+            return found
+        assert isinstance(detector, RegexDetector)
+        split = [None if w is None else split_windows(w, starts) for w in windows]
+        whole = any(w is None for w in windows)
+        windowed = {k for per_text in split if per_text for k in per_text}
+        shortest = detector.min_length
+        for k in range(len(texts)) if whole else sorted(windowed):
+            text = texts[k]
+            if len(text) < shortest or (whole and k not in windowed and not selects(text, i)):
+                continue
+            base = starts[k]
+            own = tuple(None if per_text is None else per_text.get(k, ()) for per_text in split)
+            found += [(start + base, i, end + base) for start, end in detector.locate(text, own)]
+        return found
+
+    def _settle(self, source: str, lo: int, hi: int, found: list[Finding]) -> Scanned:
+        """The text ``source[lo:hi]`` with its findings (in offsets of ``source``)
+        replaced, and masked again while a replacement may have revealed more."""
+        masked, names, glued = self._rewrite(source, lo, hi, found)
+        rescans = 0
+        while glued:
+            # A finding written against its neighbour ("10.0.0.1sk-ant-...") was a
+            # boundary for the detectors; its placeholder may not be ("<ipv4>sk-ant-..."
+            # is a key). Masking again until nothing changes keeps masking idempotent.
+            _, _, groups = self._find((masked,), self._all, self.gate)
+            if not groups:
+                break
+            again, more, glued = self._rewrite(masked, 0, len(masked), groups[0][1])
+            if not more:
+                break
+            names = (*names, *(name for name in more if name not in names))
+            masked = again
+            rescans += 1
+            if glued and rescans == _RESCANS:
+                # A chain of secrets each hiding the next (a phone number against a key
+                # against a phone number...) would cost a pass each: past a few, the
+                # whole text is withheld, which is final and costs nothing more.
+                return WITHHELD, names
+        return masked, names
+
+    def _rewrite(self, source: str, lo: int, hi: int, found: list[Finding]) -> tuple[str, tuple[str, ...], bool]:
+        """``source[lo:hi]`` with each finding (sorted, in offsets of ``source``) replaced
+        in one join, the detectors that found something, and whether a finding touched
+        a neighbouring character."""
+        if source.find("<", lo, hi) != -1:
+            found = _outside_placeholders(source, lo, hi, found)
+            if not found:
+                return source[lo:hi], (), False
+        if len(found) == 1:
+            # The common case in records: a field holding one email, one phone number.
+            start, i, end = found[0]
+            raw = source[start:end]
+            token = self._constant[i] or self._tokens[i].get(raw) or self._token(i, raw)
+            glued = (start > lo and not source[start - 1].isspace()) or (end < hi and not source[end].isspace())
+            return source[lo:start] + token + source[end:hi], (self._names[i],), glued
+        constant = self._constant
+        tokens = self._tokens
+        all_names = self._names
+        pieces: list[str] = []
+        names: list[str] = []
+        pos = lo
+        glued = False
+        for start, i, end in found:
+            if start < pos:
+                continue  # overlaps an earlier (or higher-priority) finding
+            raw = source[start:end]
+            token = constant[i] or tokens[i].get(raw) or self._token(i, raw)
+            pieces += (source[pos:start], token)
+            name = all_names[i]
+            if name not in names:
+                names.append(name)
+            if not glued and (
+                (start > lo and not source[start - 1].isspace()) or (end < hi and not source[end].isspace())
+            ):
+                glued = True
+            pos = end
+        pieces.append(source[pos:hi])
+        return "".join(pieces), tuple(names), glued
+
+    def _token(self, i: int, raw: str) -> str:
+        detector = self.detectors[i]
+        token = self._pseudonyms.token(detector.name, detector.normalize(raw), pseudonymize=detector.pseudonymize)
+        if len(raw) <= _TOKEN_KEY_MAX:
+            memo = self._tokens[i]
+            if len(memo) >= _TOKENS_HELD:
+                memo.clear()
+            memo[raw] = token
+        return token
+
+
+def _outside_placeholders(source: str, lo: int, hi: int, found: list[Finding]) -> list[Finding]:
+    """The findings that overlap no placeholder already in ``source[lo:hi]`` (one sweep, both sorted)."""
+    taken = [m.span() for m in PLACEHOLDER.finditer(source, lo, hi)]
+    if not taken:
+        return found
+    kept: list[Finding] = []
+    j = 0
+    for finding in found:
+        start, _, end = finding
+        # Placeholders are apart and sorted: skip those that end before this finding starts.
+        while j < len(taken) and taken[j][1] <= start:
+            j += 1
+        if j < len(taken) and taken[j][0] < end:
+            continue
+        kept.append(finding)
+    return kept

@@ -1,0 +1,323 @@
+"""One walk over one payload: the masked copy, the rules that fired, and where.
+
+The walk copies the payload, applying path rules and field-name rules as it
+goes, and notes every string a detector may change; the strings are then
+scanned all at once and written into the copy. What fired is recorded as
+``(JSON path, rule name)``, the form a span keeps.
+
+A path is held as a chain of ``(parent, segment)`` cells while walking: a step
+down is one small tuple, a string waiting for the detectors keeps the cell it
+sits under, and only the paths where something fired are ever written out.
+"""
+
+from __future__ import annotations
+
+import operator
+import re
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Final
+
+import orjson
+
+from ._rules import DROP, PathRule
+
+if TYPE_CHECKING:
+    from ._pipeline import Masker, _Plan, _StringCache
+
+__all__ = ["SERIALIZE", "format_path"]
+
+Segment = str | int
+# A path: the cell of its last segment, which holds the cell of its parent; None is the root.
+Cell = tuple["Cell", Segment] | None
+SERIALIZE: Final = orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY
+# Strings at least this long are remembered per session; shorter ones cost less
+# to mask again than to hold.
+CACHE_MIN: Final = 64
+# Integers below this can hold no detectable number (a card number has 12+ digits).
+_INT_LIMIT: Final = 10**11
+_IDENTIFIER: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_BY_ORDER: Final = operator.itemgetter(0)
+
+
+def format_path(segments: Sequence[Segment]) -> str:
+    """``("orders", 0, "customer", "e-mail")`` -> ``orders[0].customer["e-mail"]``; ``()`` -> ``$``."""
+    if not segments:
+        return "$"
+    return _complete_path("".join([_segment_text(segment) for segment in segments]))
+
+
+def _complete_path(text: str) -> str:
+    """A path from its segments' texts: no dot before a first key; ``$`` for the payload itself."""
+    if not text:
+        return "$"
+    return text[1:] if text[0] == "." else text
+
+
+_SEGMENTS: dict[Segment, str] = {}
+
+
+def _segment_text(segment: Segment) -> str:
+    """``.name``, ``[3]`` or ``["odd key"]``; remembered, since the same keys recur."""
+    kind = type(segment)
+    # Only str and int keys are remembered: True == 1 == 1.0 share one dict slot.
+    text = _SEGMENTS.get(segment) if kind is str or kind is int else None
+    if text is None:
+        if kind is int:
+            text = f"[{segment}]"
+        elif kind is str and _IDENTIFIER.fullmatch(str(segment)):
+            text = f".{segment}"
+        else:
+            text = f"[{orjson.dumps(str(segment)).decode()}]"
+        if (kind is int or (kind is str and len(str(segment)) <= 64)) and len(_SEGMENTS) < 8192:
+            _SEGMENTS[segment] = text
+    return text
+
+
+def _path_text(cell: Cell, written: dict[int, str]) -> str:
+    """The path ending at ``cell``, as ``format_path`` writes it; ``written`` holds the
+    texts of the cells written so far, by identity."""
+    if cell is None:
+        return "$"
+    parent, segment = cell
+    if parent is None:
+        text = _segment_text(segment)
+        if text[0] == ".":
+            text = text[1:]
+    else:
+        above = written.get(id(parent))
+        text = (above if above is not None else _path_text(parent, written)) + _segment_text(segment)
+    written[id(cell)] = text
+    return text
+
+
+class Holder:
+    """Stands in for the container of a payload that is itself a string."""
+
+    __slots__ = ("value",)
+
+    def __init__(self) -> None:
+        self.value: Any = None
+
+    def __setitem__(self, key: object, value: Any) -> None:
+        self.value = value
+
+
+# A string waiting for the detectors: where it goes, its path, its walk order, and
+# whether it was an integer (left as one unless something is found in it).
+_Slot = tuple[Any, Segment, Cell, int, bool]
+
+
+class Walk:
+    """One walk over one payload: the copy, what fired, the strings left to scan."""
+
+    __slots__ = ("active", "cache", "fields", "fired", "masker", "order", "path", "pending", "plan", "rules")
+
+    def __init__(
+        self, masker: Masker, plan: _Plan, active: tuple[int, ...], fields: bool, cache: _StringCache | None
+    ) -> None:
+        self.masker = masker
+        self.plan = plan
+        self.rules = plan.path_rules
+        self.active = active
+        self.fields = plan.fields if fields else ()
+        self.cache = cache
+        self.fired: list[tuple[int, Cell, str]] = []
+        self.path: Cell = None
+        self.pending: dict[str, list[_Slot]] = {}
+        self.order = 0
+
+    def run(self, value: Any) -> Any:
+        holder = Holder()
+        states = self.plan.roots
+        rule = self._complete(states) if states else None
+        holder.value = self._apply(rule, value) if rule is not None else self.value(value, states, holder, "")
+        if self.pending:
+            self._scan_pending()
+        return holder.value
+
+    def fire(self, rule: str) -> None:
+        """``rule`` changed the value at the current path."""
+        self.fired.append((self.order, self.path, rule))
+
+    def fired_paths(self) -> tuple[tuple[str, str], ...]:
+        # In walk order, each (path, rule) once. A place has one cell, so its identity
+        # tells places apart (and stays theirs while ``fired`` holds them).
+        seen: dict[tuple[int, str], Cell] = {}
+        for _, path, rule in sorted(self.fired, key=_BY_ORDER):
+            seen[id(path), rule] = path
+        # Paths written so far, by cell: siblings share their parent's text.
+        written: dict[int, str] = {}
+        out = []
+        for (cell_id, rule), path in seen.items():
+            text = written.get(cell_id)
+            out.append((text if text is not None else _path_text(path, written), rule))
+        return tuple(out)
+
+    # -- path rules --------------------------------------------------------------------
+
+    def _advance(self, states: tuple[tuple[int, int], ...], key: Segment) -> tuple[tuple[int, int], ...]:
+        out: list[tuple[int, int]] = []
+        rules = self.rules
+        for ri, si in states:
+            segments = rules[ri].segments
+            if si >= len(segments):
+                continue
+            segment = segments[si]
+            if segment == "**":
+                out.append((ri, si))
+                if si + 1 < len(segments) and _segment_matches(segments[si + 1], key):
+                    out.append((ri, si + 2))
+            elif _segment_matches(segment, key):
+                out.append((ri, si + 1))
+        return tuple(out)
+
+    def _complete(self, states: tuple[tuple[int, int], ...]) -> PathRule | None:
+        best = None
+        for ri, si in states:
+            segments = self.rules[ri].segments
+            if (si == len(segments) or all(s == "**" for s in segments[si:])) and (best is None or ri < best):
+                best = ri
+        return None if best is None else self.rules[best]
+
+    def _apply(self, rule: PathRule, value: Any) -> Any:
+        new = rule(value, self.masker._pseudonyms)
+        if rule.action != "keep" and (new is DROP or (new is not value and new != value)):
+            self.fire(rule.name)
+        return new
+
+    # -- values ---------------------------------------------------------------------------
+
+    def value(self, value: Any, states: tuple[tuple[int, int], ...], container: Any, slot: Segment) -> Any:
+        kind = type(value)
+        if kind is str:
+            return self.string(value, container, slot, False)
+        if kind is dict:
+            return self.mapping(value, states)
+        if kind is list or kind is tuple:
+            return self.sequence(value, states)
+        if kind is int:
+            if -_INT_LIMIT < value < _INT_LIMIT:
+                return value
+            return self.string(str(value), container, slot, True) or value
+        if value is None or kind is bool or kind is float:
+            return value
+        if isinstance(value, str):
+            return self.string(str.__str__(value), container, slot, False)
+        # Anything else (enums, dataclasses, datetimes, models, numpy): the JSON value
+        # the span codec would write for it.
+        converted = orjson.loads(orjson.dumps(value, default=self.masker._default, option=SERIALIZE))
+        return self.value(converted, states, container, slot)
+
+    def string(self, text: str, container: Any, slot: Segment, number: bool) -> Any:
+        """The string itself for now; a slot is noted where a detector may change it."""
+        self.order += 1
+        if len(text) < self.masker.min_length:
+            return None if number else text
+        cache = self.cache
+        if cache is not None and len(text) >= CACHE_MIN:
+            hit = cache.get(text)
+            if hit is not None:
+                masked, names = hit
+                for name in names:
+                    self.fire(name)
+                return masked if names or not number else None
+        slots = self.pending.get(text)
+        if slots is None:
+            self.pending[text] = [(container, slot, self.path, self.order, number)]
+        else:
+            slots.append((container, slot, self.path, self.order, number))
+        return None if number else text
+
+    def _scan_pending(self) -> None:
+        pending = self.pending
+        texts = list(pending)
+        changed = self.masker._detect(texts, self.active)
+        cache = self.cache
+        if cache is not None:
+            for k, text in enumerate(texts):
+                if len(text) >= CACHE_MIN:
+                    cache.put(text, changed.get(k) or (text, ()))
+        fired = self.fired
+        for k, (masked, names) in changed.items():
+            for container, slot, path, order, _number in pending[texts[k]]:
+                container[slot] = masked
+                fired += [(order, path, name) for name in names]
+
+    def mapping(self, mapping: dict[Any, Any], states: tuple[tuple[int, int], ...]) -> dict[Any, Any]:
+        out: dict[Any, Any] = {}
+        parent = self.path
+        masker = self.masker
+        min_length = masker.min_length
+        field_rule = self.plan.field_rule if self.fields else None
+        string = self.string
+        for key, item in mapping.items():
+            new_key = key
+            names: tuple[str, ...] = ()
+            if type(key) is str and len(key) >= min_length:
+                masked_key, names = masker._scanner.scan_key(key)
+                if names:
+                    new_key = masked_key
+                    if new_key in out:
+                        # Two keys that mask alike ("<email>" twice without a key) stay apart.
+                        n = 2
+                        while f"{new_key}#{n}" in out:
+                            n += 1
+                        new_key = f"{new_key}#{n}"
+            # One cell per place: what fires here is told apart from other places by it.
+            self.path = (parent, new_key)
+            if names:
+                self.order += 1
+                for name in names:
+                    self.fire(name)
+            if states:
+                child = self._advance(states, key)
+                rule = self._complete(child) if child else None
+                if rule is not None:
+                    new = self._apply(rule, item)
+                    if new is not DROP:
+                        out[new_key] = new
+                    continue
+            else:
+                child = ()
+            matched = field_rule(key) if field_rule is not None and type(key) is str else None
+            if matched is not None:
+                new = matched[0](item, matched[1], masker._pseudonyms)
+                if new is not item and new != item:
+                    self.order += 1
+                    self.fire(f"field:{matched[1]}")
+            elif type(item) is str:
+                new = string(item, out, new_key, False)
+            else:
+                new = self.value(item, child, out, new_key)
+            if new is not DROP:
+                out[new_key] = new
+        self.path = parent
+        return out
+
+    def sequence(self, items: Sequence[Any], states: tuple[tuple[int, int], ...]) -> list[Any]:
+        out: list[Any] = []
+        parent = self.path
+        string = self.string
+        for index, item in enumerate(items):
+            self.path = (parent, index)
+            child = self._advance(states, index) if states else ()
+            rule = self._complete(child) if child else None
+            # A string waiting for the detectors is written to its index, len(out), later.
+            if rule is not None:
+                new = self._apply(rule, item)
+            elif type(item) is str:
+                new = string(item, out, len(out), False)
+            else:
+                new = self.value(item, child, out, len(out))
+            if new is not DROP:
+                out.append(new)
+        self.path = parent
+        return out
+
+
+def _segment_matches(segment: Segment, key: Segment) -> bool:
+    if segment == "*":
+        return True
+    if isinstance(segment, int):
+        return isinstance(key, int) and not isinstance(key, bool) and key == segment
+    return segment == key
