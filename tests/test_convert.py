@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import dataclasses
 import gzip
 import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import msgspec
 import orjson
 import pytest
 import zstandard
@@ -33,7 +33,7 @@ def invoke(*args: str) -> Result:
 
 def same_spans(spans: list[SpanRecord]) -> list[SpanRecord]:
     """The spans without their origin, as a sorted multiset (duplicates kept)."""
-    return sorted((dataclasses.replace(s, origin="") for s in spans), key=lambda s: (s.key, s.end_ns, repr(s)))
+    return sorted((msgspec.structs.replace(s, origin="") for s in spans), key=lambda s: (s.key, s.end_ns, repr(s)))
 
 
 def convert(source: Path | str, out: Path, target: str, zstd: bool, *extra: str) -> Path:

@@ -7,12 +7,12 @@ by the documented shape (``tests/fixtures/backends.py``).
 
 from __future__ import annotations
 
-import dataclasses
 import gzip
 from pathlib import Path
 from typing import Any
 from unittest import mock
 
+import msgspec
 import orjson
 import pytest
 import zstandard
@@ -48,7 +48,7 @@ def plain(spans: list[SpanRecord]) -> list[SpanRecord]:
     latest: dict[tuple[str, str], SpanRecord] = {}
     for s in spans:
         if s.key not in latest or s.end_ns > latest[s.key].end_ns:
-            latest[s.key] = dataclasses.replace(s, origin="")
+            latest[s.key] = msgspec.structs.replace(s, origin="")
     return [latest[key] for key in sorted(latest)]
 
 

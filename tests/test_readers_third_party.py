@@ -6,10 +6,10 @@ that loses a field, swaps an enum or misreads an id fails here.
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import orjson
 import pytest
 
@@ -28,7 +28,7 @@ def spans_of(relative: str) -> list[SpanRecord]:
 
 def normalized(span: SpanRecord) -> SpanRecord:
     """The span without where it was read from, for comparing across formats."""
-    return dataclasses.replace(span, origin="")
+    return msgspec.structs.replace(span, origin="")
 
 
 def test_every_listed_source_file_is_present() -> None:
