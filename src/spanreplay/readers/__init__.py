@@ -1,14 +1,16 @@
 """Readers: every trace format spanreplay loads, behind one ``iter_spans``.
 
 Each format has its own module that turns one parsed document or message into
-``SpanRecord``s: ``_otlp_json`` (through the checked accessors of ``_base``),
-``_jaeger_json``, ``_otlp_proto`` (the official protobuf classes). ``_sources``
-opens files, directories, globs, rotated backups and stdin, unwraps gzip and zstd
-(``_zstd``), sniffs the format from the content and words every failure as a
-``TraceFormatError``; ``_lines`` streams JSON lines and skips, unparsed, those
-without a run id; ``_records`` splits the Collector's length-prefixed records.
-``_backends`` fetches traces from Jaeger's and Tempo's HTTP APIs, and
-``_writers`` writes spans back out as OTLP for ``spanreplay convert``.
+``SpanRecord``s: ``_otlp_json`` (through the checked accessors of ``_base``;
+``_otlp_json_typed`` decodes plain OTLP/JSON lines straight into msgspec structs
+first, and leaves any other line to it), ``_jaeger_json``, ``_otlp_proto`` (the
+official protobuf classes). ``_sources`` opens files, directories, globs,
+rotated backups and stdin, unwraps gzip and zstd (``_zstd``), sniffs the format
+from the content and words every failure as a ``TraceFormatError``; ``_lines``
+streams JSON lines and skips, unparsed, those without a run id; ``_records``
+splits the Collector's length-prefixed records. ``_backends`` fetches traces
+from Jaeger's and Tempo's HTTP APIs, and ``_writers`` writes spans back out as
+OTLP for ``spanreplay convert``.
 """
 
 from ._base import SpanReplayWarning

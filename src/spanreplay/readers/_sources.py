@@ -29,7 +29,7 @@ import orjson
 
 from .._spans import SpanRecord
 from ..errors import TraceFormatError
-from . import _jaeger_json, _otlp_json, _otlp_proto, _records
+from . import _jaeger_json, _otlp_json, _otlp_json_typed, _otlp_proto, _records
 from ._base import Incomplete, MalformedTrace, NotATrace, warn
 from ._lines import line_number, matching_lines, numbered_lines
 from ._zstd import MAGIC as _ZSTD_MAGIC
@@ -346,6 +346,11 @@ def _read_lines(
     for lineno, at, line in located:
         if line.isspace():
             continue
+        origin = f"{name}:{lineno}" if lineno is not None else f"{name} at byte {at}"
+        typed = _otlp_json_typed.line_spans(line, origin)
+        if typed is not None:  # None: anything but plain OTLP/JSON, read (and worded) below
+            yield from typed
+            continue
         try:
             doc = orjson.loads(line)
         except orjson.JSONDecodeError as exc:
@@ -363,7 +368,6 @@ def _read_lines(
                 source=name,
                 line=lineno,
             ) from None
-        origin = f"{name}:{lineno}" if lineno is not None else f"{name} at byte {at}"
         try:
             yield from _spans(doc, origin)
         except MalformedTrace as exc:
