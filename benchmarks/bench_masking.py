@@ -255,6 +255,9 @@ def measure(*, loops: int, repeats: int) -> list[Figure]:
         cases: dict[str, Case] = {"re": _timed(lambda p=payload: baseline_mask(p), loops)}
         for name, masker in engines.items():
             cases[name] = _timed(lambda m=masker, p=payload: m.mask("model", "bench", p), loops)
+        best = "hyperscan" if "hyperscan" in engines else "python"
+        if findings:
+            cases["first sight"] = _timed(lambda m=engines[best], p=payload: _first_sight(m, p), loops)
         samples = interleaved(cases, repeats=repeats)
         rates = {name: _mbs(size, ns) for name, ns in samples.items()}
         goal = GOAL_CLEAN_MBS if label == "clean" else GOAL_DENSE_MBS
@@ -272,6 +275,8 @@ def measure(*, loops: int, repeats: int) -> list[Figure]:
                     note=f"{median(ratios):.1f}x plain re; {findings} findings; " + _spread(samples[name]),
                 )
             )
+        if findings:
+            figures.extend(_per_finding(label, size, best, findings, samples, rates))
         figures.append(
             Figure(
                 NAME,
@@ -311,6 +316,42 @@ def measure(*, loops: int, repeats: int) -> list[Figure]:
     best = engines.get("hyperscan", engines["python"])
     figures.extend(_turns(best, turns=60))
     return figures
+
+
+def _first_sight(masker: Masker, payload: Any) -> None:
+    """Mask ``payload`` as if each of its values were new: a masker remembers the token
+    of every value it has masked, so repeats of one payload otherwise find them all."""
+    for remembered in masker._scanner._tokens:
+        remembered.clear()
+    masker._pseudonyms._cache.clear()
+    masker.mask("model", "bench", payload)
+
+
+def _per_finding(
+    label: str, size: int, engine: str, findings: int, samples: dict[str, list[int]], rates: dict[str, list[float]]
+) -> list[Figure]:
+    """What one finding costs: the payload's time over its findings, with tokens remembered
+    (as the rows above) and with every value seen for the first time."""
+    cold = median(rates["first sight"])
+    ratios = [a / b for a, b in zip(rates["first sight"], rates["re"], strict=True)]
+    return [
+        Figure(
+            NAME,
+            f"{label} {size // 1000} KB, {engine} engine, first sight of every value",
+            cold,
+            "MB/s",
+            note=f"{median(ratios):.1f}x plain re; no token remembered from an earlier payload; "
+            + _spread(samples["first sight"]),
+        ),
+        Figure(
+            NAME,
+            f"{label} {size // 1000} KB, {engine} engine, per finding",
+            median(samples[engine]) / findings / 1000,
+            "us",
+            note=f"the whole payload's time over its {findings} findings; "
+            f"{median(samples['first sight']) / findings / 1000:.1f} us at first sight",
+        ),
+    ]
 
 
 def _turns(masker: Masker, *, turns: int) -> list[Figure]:

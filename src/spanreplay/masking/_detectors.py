@@ -212,23 +212,21 @@ class Pattern:
                 match = search(text, pos, b)
                 if match is None:
                     break
-                if b < n and (match.end() > b - reach if extent is None else match.start() + extent > b):
-                    at = match.start()
+                at, after = match.span()
+                if b < n and (after > b - reach if extent is None else at + extent > b):
                     match = self.regex.match(text, at)
                     if match is None:
                         pos = at + 1
                         continue
-                start, end = match.span(group)
-                span: Span | None = (start, end) if start < end else None
-                if span is not None and check is not None and not check(text[start:end]):
-                    span = None
-                if span is not None and refine is not None:
-                    span = refine(text, start, end)
-                if span is None:
-                    pos = match.start() + 1
-                    continue
-                found.append(span)
-                last = pos = match.end()
+                    after = match.end()
+                start, end = match.span(group) if group else (at, after)
+                if start < end and (check is None or check(text[start:end])):
+                    span = (start, end) if refine is None else refine(text, start, end)
+                    if span is not None:
+                        found.append(span)
+                        last = pos = after
+                        continue
+                pos = at + 1
         return found
 
 
@@ -478,16 +476,22 @@ def _iban_refine(text: str, start: int, stop: int) -> Span | None:
     if length is None:
         return None
     # The expression may run on into a following group; the country fixes the
-    # length. The end lies past ``length`` characters and the spaces among them.
+    # length. The end lies past ``length`` characters and the spaces among them:
+    # the least ``end`` with ``end - spaces before it == length``.
     found = text[start:stop]
-    compact = found.replace(" ", "")
-    if len(compact) < length:
-        return None
-    end = start + length
-    space = found.find(" ")
-    while space != -1 and space < end - start:
-        end += 1
-        space = found.find(" ", space + 1)
+    if " " in found:
+        compact = found.replace(" ", "")
+        if len(compact) < length:
+            return None
+        end = length
+        while (wider := length + found.count(" ", 0, end)) != end:
+            end = wider
+        end += start
+    else:
+        compact = found
+        if len(found) < length:
+            return None
+        end = start + length
     if end < len(text) and text[end].isalnum():
         return None
     return (start, end) if _checks.iban_ok(compact[:length]) else None

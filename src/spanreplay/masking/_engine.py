@@ -267,15 +267,18 @@ def _windows(matches: list[Window], reach: int, n: int) -> list[Window]:
     """The prefilter matches widened by ``reach``, clipped to the text, overlaps merged."""
     matches.sort()
     out: list[Window] = []
+    last = -1  # where the last window ends
     for start, end in matches:
         a = start - reach if start > reach else 0
-        end = min(end, n)
-        b = end + reach if end + reach < n else n
-        if out and a <= out[-1][1]:
-            if b > out[-1][1]:
-                out[-1] = (out[-1][0], b)
-        else:
+        b = end + reach
+        if b > n:
+            b = n
+        if a > last:
             out.append((a, b))
+            last = b
+        elif b > last:
+            out[-1] = (out[-1][0], b)
+            last = b
     return out
 
 

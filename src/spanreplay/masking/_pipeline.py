@@ -94,28 +94,25 @@ class _StringCache:
 class _Plan:
     """The rules that apply to one (kind, key, part)."""
 
-    __slots__ = ("_field_rules", "fields", "path_rules", "roots")
+    __slots__ = ("field_rules", "fields", "path_rules", "roots")
 
     def __init__(self, path_rules: tuple[PathRule, ...], fields: tuple[FieldNames, ...]) -> None:
         self.path_rules = path_rules
         self.fields = fields
         self.roots: tuple[tuple[int, int], ...] = tuple((i, 0) for i in range(len(path_rules)))
-        self._field_rules: dict[str, tuple[FieldNames, str] | None] = {}
+        # Object keys met so far: the first field-name rule each matches, and the name.
+        self.field_rules: dict[str, tuple[FieldNames, str] | None] = {}
 
     def field_rule(self, key: str) -> tuple[FieldNames, str] | None:
         """The first field-name rule that object key ``key`` matches, and the name it matches."""
-        try:
-            return self._field_rules[key]
-        except KeyError:
-            pass
         found = None
         for rule in self.fields:
             name = rule.match(key)
             if name is not None:
                 found = (rule, name)
                 break
-        if len(self._field_rules) < 4096:
-            self._field_rules[key] = found
+        if len(self.field_rules) < 4096:
+            self.field_rules[key] = found
         return found
 
 

@@ -45,7 +45,7 @@ class Pseudonyms:
         key: the project key. None gives plain placeholders.
     """
 
-    __slots__ = ("_cache", "_key", "keyed")
+    __slots__ = ("_cache", "_hashers", "_key", "keyed")
 
     def __init__(self, key: bytes | None) -> None:
         if key is not None and len(key) > 64:
@@ -54,6 +54,9 @@ class Pseudonyms:
         self._key = key
         self.keyed = key is not None
         self._cache: dict[tuple[str, str], str] = {}
+        # Per label, a hash already keyed: a copy of it hashes a value in half the time
+        # a new keyed hash takes (the key block is compressed once, here).
+        self._hashers: dict[str, hashlib.blake2b] = {}
 
     def __repr__(self) -> str:  # never shows the key
         return f"<Pseudonyms keyed={self.keyed}>"
@@ -72,16 +75,18 @@ class Pseudonyms:
         cached = self._cache.get((label, canonical))
         if cached is not None:
             return cached
-        # The label is hashed in: the same digits as a phone number and as a card
-        # number give unrelated tokens.
-        digest = hashlib.blake2b(
-            canonical.encode("utf-8", "surrogatepass"),
-            digest_size=TOKEN_HEX // 2,
-            key=self._key,
-            person=b"spanreplay-mask",
-            salt=label.encode()[:16],
-        ).hexdigest()
-        token = f"<{label}:{digest}>"
+        hasher = self._hashers.get(label)
+        if hasher is None:
+            # The label is hashed in: the same digits as a phone number and as a card
+            # number give unrelated tokens.
+            hasher = hashlib.blake2b(
+                digest_size=TOKEN_HEX // 2, key=self._key, person=b"spanreplay-mask", salt=label.encode()[:16]
+            )
+            if len(self._hashers) < 1024:
+                self._hashers[label] = hasher
+        digest = hasher.copy()
+        digest.update(canonical.encode("utf-8", "surrogatepass"))
+        token = f"<{label}:{digest.hexdigest()}>"
         if len(self._cache) >= 65536:
             self._cache.clear()
         self._cache[(label, canonical)] = token

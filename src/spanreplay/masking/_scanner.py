@@ -131,17 +131,18 @@ class Scanner:
         found.sort()
         if single:
             return joined, starts, [(0, found)]
-        # Sorted findings, cut where one text ends and the next begins.
+        # The sorted findings, cut where one text ends and the next begins.
         groups: list[tuple[int, list[Finding]]] = []
-        following = 0  # where the text after the current one starts
-        mine: list[Finding] = []
-        for finding in found:
-            if finding[0] >= following:
-                k = bisect.bisect_right(starts, finding[0]) - 1
-                following = starts[k + 1]
-                mine = []
-                groups.append((k, mine))
-            mine.append(finding)
+        pos = 0
+        total = len(found)
+        while pos < total:
+            k = bisect.bisect_right(starts, found[pos][0]) - 1
+            following = starts[k + 1]
+            stop = pos + 1
+            if stop < total and found[stop][0] < following:
+                stop = bisect.bisect_left(found, (following,), stop + 1)
+            groups.append((k, found[pos:stop]))
+            pos = stop
         return joined, starts, groups
 
     def _text_by_text(

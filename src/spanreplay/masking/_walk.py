@@ -37,6 +37,7 @@ CACHE_MIN: Final = 64
 _INT_LIMIT: Final = 10**11
 _IDENTIFIER: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _BY_ORDER: Final = operator.itemgetter(0)
+_UNSEEN: Final[Any] = object()
 
 
 def format_path(segments: Sequence[Segment]) -> str:
@@ -110,7 +111,19 @@ _Slot = tuple[Any, Segment, Cell, int, bool]
 class Walk:
     """One walk over one payload: the copy, what fired, the strings left to scan."""
 
-    __slots__ = ("active", "cache", "fields", "fired", "masker", "order", "path", "pending", "plan", "rules")
+    __slots__ = (
+        "active",
+        "cache",
+        "fields",
+        "fired",
+        "keys_masked",
+        "masker",
+        "order",
+        "path",
+        "pending",
+        "plan",
+        "rules",
+    )
 
     def __init__(
         self, masker: Masker, plan: _Plan, active: tuple[int, ...], fields: bool, cache: _StringCache | None
@@ -122,6 +135,9 @@ class Walk:
         self.fields = plan.fields if fields else ()
         self.cache = cache
         self.fired: list[tuple[int, Cell, str]] = []
+        # Whether an object key was masked: the one way a place can fire a rule twice
+        # (the key, and the value under it).
+        self.keys_masked = False
         self.path: Cell = None
         self.pending: dict[str, list[_Slot]] = {}
         self.order = 0
@@ -140,16 +156,18 @@ class Walk:
         self.fired.append((self.order, self.path, rule))
 
     def fired_paths(self) -> tuple[tuple[str, str], ...]:
-        # In walk order, each (path, rule) once. A place has one cell, so its identity
-        # tells places apart (and stays theirs while ``fired`` holds them).
-        seen: dict[tuple[int, str], Cell] = {}
-        for _, path, rule in sorted(self.fired, key=_BY_ORDER):
-            seen[id(path), rule] = path
-        # Paths written so far, by cell: siblings share their parent's text.
+        fired = sorted(self.fired, key=_BY_ORDER)  # into walk order
+        # Paths written so far, by cell: siblings share their parent's text. A place has
+        # one cell, so a cell's identity stands for its place while ``fired`` holds it.
         written: dict[int, str] = {}
+        if self.keys_masked:  # each (path, rule) once, where it first fired
+            first: dict[tuple[int, str], tuple[int, Cell, str]] = {}
+            for entry in fired:
+                first.setdefault((id(entry[1]), entry[2]), entry)
+            fired = list(first.values())
         out = []
-        for (cell_id, rule), path in seen.items():
-            text = written.get(cell_id)
+        for _, path, rule in fired:
+            text = written.get(id(path))
             out.append((text if text is not None else _path_text(path, written), rule))
         return tuple(out)
 
@@ -208,8 +226,9 @@ class Walk:
         converted = orjson.loads(orjson.dumps(value, default=self.masker._default, option=SERIALIZE))
         return self.value(converted, states, container, slot)
 
-    def string(self, text: str, container: Any, slot: Segment, number: bool) -> Any:
-        """The string itself for now; a slot is noted where a detector may change it."""
+    def string(self, text: str, container: Any, slot: Segment, number: bool, cell: Cell = None) -> Any:
+        """The string itself for now; a slot is noted where a detector may change it.
+        ``cell``: its path, when not the current one."""
         self.order += 1
         if len(text) < self.masker.min_length:
             return None if number else text
@@ -219,13 +238,14 @@ class Walk:
             if hit is not None:
                 masked, names = hit
                 for name in names:
-                    self.fire(name)
+                    self.fired.append((self.order, self.path if cell is None else cell, name))
                 return masked if names or not number else None
         slots = self.pending.get(text)
+        entry = (container, slot, self.path if cell is None else cell, self.order, number)
         if slots is None:
-            self.pending[text] = [(container, slot, self.path, self.order, number)]
+            self.pending[text] = [entry]
         else:
-            slots.append((container, slot, self.path, self.order, number))
+            slots.append(entry)
         return None if number else text
 
     def _scan_pending(self) -> None:
@@ -248,7 +268,8 @@ class Walk:
         parent = self.path
         masker = self.masker
         min_length = masker.min_length
-        field_rule = self.plan.field_rule if self.fields else None
+        plan = self.plan
+        field_rules = plan.field_rules if self.fields else None
         string = self.string
         for key, item in mapping.items():
             new_key = key
@@ -264,12 +285,15 @@ class Walk:
                             n += 1
                         new_key = f"{new_key}#{n}"
             # One cell per place: what fires here is told apart from other places by it.
-            self.path = (parent, new_key)
+            cell = (parent, new_key)
             if names:
+                self.path = cell
+                self.keys_masked = True
                 self.order += 1
                 for name in names:
                     self.fire(name)
             if states:
+                self.path = cell
                 child = self._advance(states, key)
                 rule = self._complete(child) if child else None
                 if rule is not None:
@@ -279,15 +303,21 @@ class Walk:
                     continue
             else:
                 child = ()
-            matched = field_rule(key) if field_rule is not None and type(key) is str else None
+            matched = None
+            if field_rules is not None and type(key) is str:
+                matched = field_rules.get(key, _UNSEEN)
+                if matched is _UNSEEN:
+                    matched = plan.field_rule(key)
             if matched is not None:
+                self.path = cell
                 new = matched[0](item, matched[1], masker._pseudonyms)
                 if new is not item and new != item:
                     self.order += 1
                     self.fire(f"field:{matched[1]}")
             elif type(item) is str:
-                new = string(item, out, new_key, False)
+                new = string(item, out, new_key, False, cell)
             else:
+                self.path = cell
                 new = self.value(item, child, out, new_key)
             if new is not DROP:
                 out[new_key] = new
@@ -299,15 +329,23 @@ class Walk:
         parent = self.path
         string = self.string
         for index, item in enumerate(items):
-            self.path = (parent, index)
-            child = self._advance(states, index) if states else ()
-            rule = self._complete(child) if child else None
-            # A string waiting for the detectors is written to its index, len(out), later.
-            if rule is not None:
-                new = self._apply(rule, item)
-            elif type(item) is str:
-                new = string(item, out, len(out), False)
+            cell = (parent, index)
+            if states:
+                self.path = cell
+                child = self._advance(states, index)
+                rule = self._complete(child) if child else None
+                if rule is not None:
+                    new = self._apply(rule, item)
+                    if new is not DROP:
+                        out.append(new)
+                    continue
             else:
+                child = ()
+            # A string waiting for the detectors is written to its index, len(out), later.
+            if type(item) is str:
+                new = string(item, out, len(out), False, cell)
+            else:
+                self.path = cell
                 new = self.value(item, child, out, len(out))
             if new is not DROP:
                 out.append(new)
