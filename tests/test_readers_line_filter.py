@@ -178,10 +178,12 @@ def test_a_file_that_grows_while_read_is_read_to_its_new_end(tmp_path: Path) -> 
 
 def test_a_file_cut_short_while_read_ends_the_read_with_a_warning(tmp_path: Path) -> None:
     path = tmp_path / "export.jsonl"
-    lines = [export_line("want", i) for i in range(300)]
+    lines = [export_line("want", i) for i in range(2000)]
     path.write_bytes(b"".join(lines))
-    # Inside line 201 just past its run id, far past what the first blocks read.
-    cut = len(b"".join(lines[:200])) + lines[200].index(b'"want"') + 10
+    # Inside line 1801 just past its run id: far past what the first blocks read, and past
+    # the megabyte the file's own buffer reads ahead.
+    cut = len(b"".join(lines[:1800])) + lines[1800].index(b'"want"') + 10
+    assert cut > 2 << 20
     spans = iter_spans(path, contains=b'"want"')
     with blocks_of(512):
         first = next(spans)
@@ -190,9 +192,9 @@ def test_a_file_cut_short_while_read_ends_the_read_with_a_warning(tmp_path: Path
         with warnings.catch_warnings(record=True) as seen:
             warnings.simplefilter("always")
             rest = [s.name for s in spans]
-    assert [first.name, *rest] == [f"want{i}" for i in range(200)]
+    assert [first.name, *rest] == [f"want{i}" for i in range(1800)]
     assert [str(w.message) for w in seen] == [
-        f"{path}:201: the last line is cut short (the writer was stopped while writing it); read everything before it."
+        f"{path}:1801: the last line is cut short (the writer was stopped while writing it); read everything before it."
     ]
 
 
