@@ -74,21 +74,19 @@ def _segment_text(segment: Segment) -> str:
     return text
 
 
-def _path_text(cell: Cell, written: dict[int, str]) -> str:
-    """The path ending at ``cell``, as ``format_path`` writes it; ``written`` holds the
-    texts of the cells written so far, by identity."""
+def _path_text(cell: Cell, parents: dict[int, str]) -> str:
+    """The path ending at ``cell``, as ``format_path`` writes it; ``parents`` holds the
+    texts of the parent cells written so far, by identity."""
     if cell is None:
         return "$"
     parent, segment = cell
     if parent is None:
         text = _segment_text(segment)
-        if text[0] == ".":
-            text = text[1:]
-    else:
-        above = written.get(id(parent))
-        text = (above if above is not None else _path_text(parent, written)) + _segment_text(segment)
-    written[id(cell)] = text
-    return text
+        return text[1:] if text[0] == "." else text
+    above = parents.get(id(parent))
+    if above is None:
+        above = parents[id(parent)] = _path_text(parent, parents)
+    return above + _segment_text(segment)
 
 
 class Holder:
@@ -157,18 +155,22 @@ class Walk:
 
     def fired_paths(self) -> tuple[tuple[str, str], ...]:
         fired = sorted(self.fired, key=_BY_ORDER)  # into walk order
-        # Paths written so far, by cell: siblings share their parent's text. A place has
-        # one cell, so a cell's identity stands for its place while ``fired`` holds it.
-        written: dict[int, str] = {}
         if self.keys_masked:  # each (path, rule) once, where it first fired
             first: dict[tuple[int, str], tuple[int, Cell, str]] = {}
             for entry in fired:
                 first.setdefault((id(entry[1]), entry[2]), entry)
             fired = list(first.values())
+        # The texts of the paths' parents, by cell: siblings share them. A place has one
+        # cell, so a cell's identity stands for its place while ``fired`` holds it.
+        parents: dict[int, str] = {}
         out = []
+        last: Any = _UNSEEN
+        text = ""
         for _, path, rule in fired:
-            text = written.get(id(path))
-            out.append((text if text is not None else _path_text(path, written), rule))
+            if path is not last:  # the rules fired at one place come together
+                text = _path_text(path, parents)
+                last = path
+            out.append((text, rule))
         return tuple(out)
 
     # -- path rules --------------------------------------------------------------------
