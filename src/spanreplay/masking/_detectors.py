@@ -384,7 +384,8 @@ class EmailDetector:
 # "a" to "f" in prose), and looks behind it for the first group: exactly k hex digits
 # after a character that cannot precede an address. The refine steps back over them.
 _IPV6: Final = (
-    r":(?:(?<![0-9A-Za-z_:.]:)"
+    # No address goes on from a ":" or "." before this one: one test settles a run of colons.
+    r":(?<![:.]:)(?:(?<![0-9A-Za-z_]:)"
     + "".join(rf"|(?<=[0-9A-Fa-f]{{{k}}}:)(?<![0-9A-Za-z_:.][0-9A-Fa-f]{{{k}}}:)" for k in range(1, 5))
     + r")[0-9A-Fa-f]{0,4}:[0-9A-Fa-f:.]*+(?![0-9A-Za-z_])"
 )
