@@ -179,7 +179,8 @@ def test_upgrade_applies_each_migration_once_even_from_several_processes_at_once
         assert not errors
         # Each migration is its own transaction: which process applies which one depends on
         # who takes the lock first, but every migration is applied exactly once.
-        assert len(results) == 4 and sum(results) == LATEST
+        assert len(results) == 4
+        assert sum(results) == LATEST
         assert version(dsn) == LATEST
         applied = query(dsn, "SELECT version FROM spanreplay_migrations ORDER BY version")
         assert applied == [(v,) for v in range(1, LATEST + 1)]
