@@ -67,10 +67,22 @@ def payload_attributes(name: str, data: bytes) -> dict[str, Any]:
 
 def add_payload(attributes: dict[str, Any], name: str, data: bytes) -> None:
     """Put one payload's attributes into ``attributes`` (the record path's form: no extra dict)."""
+    names = _PAYLOAD_NAMES.get(name) or _payload_names(name)
     size = len(data)
     attributes[name] = data.decode() if size <= INLINE_MAX_BYTES else tuple(chunk_utf8(data, CHUNK_BYTES))
-    attributes[name + sc.SIZE_SUFFIX] = size
-    attributes[name + sc.SHA256_SUFFIX] = hashlib.sha256(data).hexdigest()
+    attributes[names[0]] = size
+    attributes[names[1]] = hashlib.sha256(data).hexdigest()
+
+
+# A payload attribute's name -> the names of its size and digest (a few names, each seen often).
+_PAYLOAD_NAMES: dict[str, tuple[str, str]] = {}
+
+
+def _payload_names(name: str) -> tuple[str, str]:
+    names = (name + sc.SIZE_SUFFIX, name + sc.SHA256_SUFFIX)
+    if len(_PAYLOAD_NAMES) < 64:
+        _PAYLOAD_NAMES[name] = names
+    return names
 
 
 def chunk_utf8(data: bytes, limit: int) -> list[str]:
@@ -466,10 +478,21 @@ class InputHistory:
         # (kind, key) -> (seq, each message of that input as canonical JSON)
         self._last: dict[tuple[str, str], tuple[int, list[bytes]]] = {}
 
-    def add_input(self, attributes: dict[str, Any], kind: str, key: str, seq: int, value: Any) -> None:
-        """Put the input's payload attributes into ``attributes``: whole, or as a reference plus new messages."""
-        data = encode_input(value)
-        path = _messages_path(value) if self.enabled else None
+    def add_input(
+        self, attributes: dict[str, Any], kind: str, key: str, seq: int, value: Any, data: bytes | None = None
+    ) -> None:
+        """Put the input's payload attributes into ``attributes``: whole, or as a reference plus new messages.
+
+        ``data``: ``encode_input(value)`` when the caller has it already.
+        """
+        if data is None:
+            data = encode_input(value)
+        # Most inputs are not conversations: two lookups settle it before the paths are walked.
+        path = (
+            _messages_path(value)
+            if self.enabled and type(value) is dict and ("messages" in value or "body" in value)
+            else None
+        )
         if path is None:
             add_payload(attributes, sc.INPUT, data)
             return

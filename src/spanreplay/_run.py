@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar, Token
 from datetime import UTC, datetime
 from types import TracebackType
-from typing import Any, TypeVar, cast
+from typing import Any, Final, TypeVar, cast
 
 import orjson
 from opentelemetry import context as otel_context
@@ -65,22 +65,27 @@ def new_run_id(now: datetime | None = None) -> str:
 class _Scope:
     """A call-id namespace: the run itself, or one boundary (for calls nested in it)."""
 
-    __slots__ = ("_counters", "call_id", "context", "prefix", "run")
+    __slots__ = ("_counters", "call_id", "context", "run")
 
     def __init__(self, run: Run, call_id: str, context: otel_context.Context | None) -> None:
         self.run = run
         self.call_id = call_id
         self.context = context
-        self.prefix = f"{call_id}/" if call_id else ""
-        self._counters: dict[tuple[str, str], Iterator[int]] = {}
+        # Made when a call is first started in this scope: most boundaries nest none.
+        self._counters: dict[tuple[str, str], Iterator[int]] | None = None
 
     def next_call_id(self, kind: str, key: str) -> str:
-        counter = self._counters.get((kind, key))
+        counters = self._counters
+        counter = counters.get((kind, key)) if counters is not None else None
         if counter is None:
             with _counter_lock:
+                if self._counters is None:
+                    self._counters = {}
                 counter = self._counters.setdefault((kind, key), itertools.count())
         # next() on itertools.count is atomic under the GIL: threads never share an ordinal.
-        return f"{self.prefix}{kind}:{key}#{next(counter)}"
+        if self.call_id:
+            return f"{self.call_id}/{kind}:{key}#{next(counter)}"
+        return f"{kind}:{key}#{next(counter)}"
 
 
 # Results that cannot be awaitable: skips the slower isawaitable() check for most tools.
@@ -306,9 +311,8 @@ class RecordingRun(Run):
         self._failed = False  # an internal failure was logged: log later ones quietly
         self._tracer: trace.Tracer = trace.NoOpTracer()
         # Masking runs on every payload before the codec sees it; one session per run
-        # remembers what it masked. Each open span's (kind, key), for its output.
+        # remembers what it masked.
         self._masking: MaskingSession | None = None
-        self._boundaries: dict[trace.Span, tuple[str, str]] = {}
         # A model call's input repeats the conversation so far: written as a reference to the last one.
         self._inputs = _codec.InputHistory()
 
@@ -412,7 +416,7 @@ class RecordingRun(Run):
         try:
             result = fn()
         except BaseException as exc:
-            self._finish(span, None, exc)
+            self._finish(span, kind, key, None, exc)
             raise
         finally:
             if otel_token is not None:
@@ -421,8 +425,8 @@ class RecordingRun(Run):
         if type(result) not in _PLAIN_RESULTS and inspect.isawaitable(result):
             # fn was a plain callable that returned a coroutine (``lambda: client.get(url)``):
             # the work runs when the caller awaits, so record what the await gives.
-            return self._record_awaited(span, child, result)
-        self._finish(span, result, None)
+            return self._record_awaited(span, kind, key, child, result)
+        self._finish(span, kind, key, result, None)
         return result
 
     async def _record_async(
@@ -437,21 +441,23 @@ class RecordingRun(Run):
         attributes: dict[str, Any] | None,
     ) -> Any:
         span, child = self._start(scope, call_id, seq, kind, key, input, attributes)
-        return await self._record_awaited(span, child, fn())
+        return await self._record_awaited(span, kind, key, child, fn())
 
-    async def _record_awaited(self, span: trace.Span | None, child: _Scope, awaitable: Awaitable[Any]) -> Any:
+    async def _record_awaited(
+        self, span: trace.Span | None, kind: str, key: str, child: _Scope, awaitable: Awaitable[Any]
+    ) -> Any:
         scope_token = _current_scope.set(child)
         otel_token = otel_context.attach(child.context) if child.context is not None else None
         try:
             result = await awaitable
         except BaseException as exc:
-            self._finish(span, None, exc, awaited=True)
+            self._finish(span, kind, key, None, exc, awaited=True)
             raise
         finally:
             if otel_token is not None:
                 otel_context.detach(otel_token)
             _current_scope.reset(scope_token)
-        self._finish(span, result, None, awaited=True)
+        self._finish(span, kind, key, result, None, awaited=True)
         return result
 
     def _start(
@@ -467,50 +473,60 @@ class RecordingRun(Run):
         try:
             # Extra attributes go first: past its count limit the SDK evicts the oldest,
             # and losing a GenAI attribute is better than losing the replay payload.
-            attributes: dict[str, Any] = dict(extra) if extra else {}
-            attributes[sc.RUN_ID] = self.run_id
-            attributes[sc.SEQ] = seq
-            attributes[sc.CALL_ID] = call_id
-            attributes[sc.KIND] = kind
-            attributes[sc.KEY] = key
-            attributes[sc.SCHEMA] = sc.SCHEMA_VERSION
+            attributes: dict[str, Any] = {
+                **(extra or {}),
+                sc.RUN_ID: self.run_id,
+                sc.SEQ: seq,
+                sc.CALL_ID: call_id,
+                sc.KIND: kind,
+                sc.KEY: key,
+                sc.SCHEMA: sc.SCHEMA_VERSION,
+            }
             if kind == sc.KIND_TOOL:
                 attributes[sc.GEN_AI_OPERATION_NAME] = sc.OPERATION_EXECUTE_TOOL
                 attributes[sc.GEN_AI_TOOL_NAME] = key
-            input, masked = self._mask(kind, key, "input", input)
-            self._inputs.add_input(attributes, kind, key, seq, input)
+            input, data, masked = self._masked_payload(kind, key, "input", input, _codec.encode_input)
+            self._inputs.add_input(attributes, kind, key, seq, input, data)
             if masked:
                 attributes[sc.INPUT + sc.MASKED_SUFFIX] = masked
-            self._mask_content(kind, key, attributes)
+            if extra:  # the only way message content gets here
+                self._mask_content(kind, key, attributes)
             span = self._tracer.start_span(
                 sc.boundary_span_name(kind, key),
                 context=scope.context,
                 kind=SpanKind.CLIENT if kind == sc.KIND_MODEL else SpanKind.INTERNAL,
                 attributes=attributes,
             )
-            self._boundaries[span] = (kind, key)
             return span, _Scope(self, call_id, trace.set_span_in_context(span))
         except Exception:
             self._internal_failure(f"start the span of {kind} {key!r}")
             return None, _Scope(self, call_id, scope.context)
 
     def _finish(
-        self, span: trace.Span | None, result: Any, exc: BaseException | None, *, awaited: bool = False
+        self,
+        span: trace.Span | None,
+        kind: str,
+        key: str,
+        result: Any,
+        exc: BaseException | None,
+        *,
+        awaited: bool = False,
     ) -> None:
         if span is None:
             return
         try:
             attributes: dict[str, Any] = {sc.AWAITED: True} if awaited else {}
-            kind, key = self._boundaries.pop(span, ("", ""))
             if exc is None:
-                result, masked = self._mask(kind, key, "output", result)
-                _codec.add_payload(attributes, sc.OUTPUT, _codec.encode_output(result))
+                _, data, masked = self._masked_payload(kind, key, "output", result, _codec.encode_output)
+                _codec.add_payload(attributes, sc.OUTPUT, data)
                 if masked:
                     attributes[sc.OUTPUT + sc.MASKED_SUFFIX] = masked
                 span.set_attributes(attributes)
             else:
-                record, masked = self._mask(kind, key, "error", _codec.error_record(exc))
-                _codec.add_payload(attributes, sc.ERROR, _codec.encode_output(record))
+                _, data, masked = self._masked_payload(
+                    kind, key, "error", _codec.error_record(exc), _codec.encode_output
+                )
+                _codec.add_payload(attributes, sc.ERROR, data)
                 if masked:
                     attributes[sc.ERROR + sc.MASKED_SUFFIX] = masked
                 attributes[sc.ERROR_TYPE] = type(exc).__qualname__
@@ -530,10 +546,39 @@ class RecordingRun(Run):
         except Exception:
             self._internal_failure(f"mask the {part} of {kind} {key!r}")
             # What could not be masked is not recorded at all.
-            return "<unmasked value withheld>", '[{"path":"$","rule":"masking_failed"}]'
+            return _WITHHELD, _MASKING_FAILED
         if not result.fired:
             return result.value, None
         return result.value, orjson.dumps(result.fired_records()).decode()
+
+    def _masked_payload(
+        self, kind: str, key: str, part: str, value: Any, encode: Callable[[Any], bytes]
+    ) -> tuple[Any, bytes, str | None]:
+        """``value`` masked, its JSON written by ``encode``, and the JSON list of the paths
+        masked (None when none were).
+
+        The payload is encoded first and masking reads those bytes: a payload in which
+        nothing can be masked (most) is settled by one scan of them, and its JSON is
+        written once.
+        """
+        try:
+            data = encode(value)
+        except Exception:
+            # Not JSON as it is: masking goes first, as it may replace what could not be
+            # encoded (or withhold it); the encoding then raises if it still cannot.
+            value, masked = self._mask(kind, key, part, value)
+            return value, encode(value), masked
+        session = self._masking
+        if session is None:
+            return value, data, None
+        try:
+            result = session.mask_encoded(kind, key, value, data, part=part)
+        except Exception:
+            self._internal_failure(f"mask the {part} of {kind} {key!r}")
+            return _WITHHELD, encode(_WITHHELD), _MASKING_FAILED
+        if result is None:
+            return value, data, None
+        return result.value, encode(result.value), orjson.dumps(result.fired_records()).decode()
 
     def _mask_content(self, kind: str, key: str, attributes: dict[str, Any]) -> None:
         """Mask the opt-in GenAI message-content attributes (JSON text) in place."""
@@ -824,7 +869,7 @@ class Call:
             return
         self.set_attributes_unchecked(attributes)
         assert isinstance(self.run, RecordingRun)
-        self.run._finish(self._span, output, None)
+        self.run._finish(self._span, self.kind, self.key, output, None)
 
     def fail(self, exc: BaseException, *, output: Any = None, attributes: dict[str, Any] | None = None) -> None:
         """Record ``exc`` (and ``output`` too, when the failed work produced some) and end the span."""
@@ -843,7 +888,7 @@ class Call:
             except Exception:
                 self._failure("record the output of")
         assert isinstance(self.run, RecordingRun)
-        self.run._finish(span, None, exc)
+        self.run._finish(span, self.kind, self.key, None, exc)
 
     def abandon(self) -> None:
         """End a call left open when its run ends (``on_abandon`` decides how)."""
@@ -882,6 +927,11 @@ class Call:
         if isinstance(run, RecordingRun):
             run._internal_failure(f"{what} call {self.call_id}")
 
+
+# What a payload that could not be masked is recorded as: what could not be masked
+# is not recorded at all.
+_WITHHELD: Final = "<unmasked value withheld>"
+_MASKING_FAILED: Final = '[{"path":"$","rule":"masking_failed"}]'
 
 # The opt-in GenAI message-content attributes (JSON text), masked like the payload
 # part they repeat.

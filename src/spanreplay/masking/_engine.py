@@ -43,7 +43,7 @@ class Gate(Protocol):
 
     name: str
 
-    def select_payload(self, data: bytes) -> tuple[list[int], bool]:
+    def select_payload(self, data: bytes) -> tuple[Sequence[int], bool]:
         """For a whole serialized payload (JSON text): the detectors that may find
         something in it, and False only when no object key in it can match a
         field-name rule. Any superset is a right answer: ``locate`` looks again."""
@@ -68,7 +68,7 @@ class PythonGate:
         self._blob_literals = tuple(tuple(lit.encode() for lit in d.literals) for d in detectors)
         self._field_words = tuple(f'{w}":'.encode() for w in field_words)
 
-    def select_payload(self, data: bytes) -> tuple[list[int], bool]:
+    def select_payload(self, data: bytes) -> tuple[Sequence[int], bool]:
         out = []
         for i, literals in enumerate(self._blob_literals):
             if not literals or any(lit in data for lit in literals):
@@ -126,6 +126,7 @@ class HyperscanGate:
         self._hs = hyperscan
         self._python = PythonGate(detectors, field_words)
         self._detectors = tuple(detectors)
+        self._all = tuple(range(len(detectors)))
         self._min = tuple(d.min_length for d in detectors)
 
         # The payload gate: one report per detector (SINGLEMATCH) is all it needs.
@@ -184,29 +185,25 @@ class HyperscanGate:
             setattr(self._local, which, scratch)
         return scratch
 
-    def select_payload(self, data: bytes) -> tuple[list[int], bool]:
-        found: set[int] = set()
+    def select_payload(self, data: bytes) -> tuple[Sequence[int], bool]:
         field_id = self._field_id
+        # What matched: the field-name pattern's id first, then the ids that matched.
+        found = [field_id]
         if self._payload_db is not None and data:
-
-            def on_match(pattern_id: int, start: int, end: int, flags: int, context: object) -> bool | None:
-                found.add(pattern_id)
-                # One detector that may find something means the payload is walked and
-                # its strings located anyway, and that scan says which detectors to
-                # ask: the rest of this one would only repeat it.
-                return True if pattern_id != field_id else None
-
+            scratch = getattr(self._local, "payload", None) or self._scratch("payload", self._payload_db)
             try:
-                self._payload_db.scan(
-                    data, match_event_handler=on_match, scratch=self._scratch("payload", self._payload_db)
-                )
+                # Positional (data, handler, flags, context, scratch): keywords cost the
+                # binding more than scanning a short payload does.
+                self._payload_db.scan(data, _on_payload_match, 0, found, scratch)
             except self._hs.ScanTerminated:
-                return list(range(len(self._detectors))), True
-        out = [i for i in range(len(self._detectors)) if i in found]
-        if self._unfiltered:
-            unfiltered, _ = self._python.select_payload(data)
-            out = sorted({*out, *(i for i in self._unfiltered if i in unfiltered)})
-        return out, field_id in found
+                return self._all, True
+        if not self._unfiltered:
+            if len(found) == 1:
+                return (), False  # a clean payload, the common case: settled here
+            return sorted(set(found[1:]) - {field_id}), field_id in found[1:]
+        unfiltered, _ = self._python.select_payload(data)
+        out = sorted({*found[1:], *(i for i in self._unfiltered if i in unfiltered)} - {field_id})
+        return out, field_id in found[1:]
 
     def locate(self, texts: Sequence[str], joined: str, among: Sequence[int]) -> Located:
         if self._locate_db is None or not joined:
@@ -226,7 +223,7 @@ class HyperscanGate:
             return True if next(budget) > 0 else None
 
         try:
-            self._locate_db.scan(data, match_event_handler=on_match, scratch=self._scratch("locate", self._locate_db))
+            self._locate_db.scan(data, on_match, 0, None, self._scratch("locate", self._locate_db))
         except self._hs.ScanTerminated:
             return self._python.locate(texts, joined, among)
         wanted = set(among)
@@ -253,6 +250,14 @@ class HyperscanGate:
             asked = self._python.locate(texts, joined, [i for i in self._unfiltered if i in wanted])
             out.update(asked)
         return out
+
+
+def _on_payload_match(pattern_id: int, start: int, end: int, flags: int, found: list[int]) -> bool | None:
+    found.append(pattern_id)
+    # One detector that may find something means the payload is walked and its
+    # strings located anyway, and that scan says which detectors to ask: the rest of
+    # this one would only repeat it. found[0] is the field-name pattern's id.
+    return True if pattern_id != found[0] else None
 
 
 def _unescaped(prefilter: str) -> str:

@@ -4,9 +4,10 @@
 ``(JSON path, rule name)`` that fired; the values that were masked appear
 nowhere in the result. It runs in three steps:
 
-1. The payload is serialized once (orjson) and the gate reads the bytes: when no
-   detector can match and no key can match a field-name rule, the payload is
-   returned as it is, without walking it.
+1. The gate reads the payload serialized (orjson; the caller's own encoding when
+   it has one, see ``MaskingSession.mask_encoded``): when no detector can match
+   and no key can match a field-name rule, the payload is returned as it is,
+   without walking it.
 2. Otherwise the payload is copied in one walk. At each node the path rules that
    apply to the boundary are tried in order (the first that matches decides),
    then the field-name rules on object keys; the strings (and long integers) left
@@ -94,11 +95,12 @@ class _StringCache:
 class _Plan:
     """The rules that apply to one (kind, key, part)."""
 
-    __slots__ = ("field_rules", "fields", "path_rules", "roots")
+    __slots__ = ("field_rules", "fields", "has_fields", "path_rules", "roots")
 
     def __init__(self, path_rules: tuple[PathRule, ...], fields: tuple[FieldNames, ...]) -> None:
         self.path_rules = path_rules
         self.fields = fields
+        self.has_fields = bool(fields)
         self.roots: tuple[tuple[int, int], ...] = tuple((i, 0) for i in range(len(path_rules)))
         # Object keys met so far: the first field-name rule each matches, and the name.
         self.field_rules: dict[str, tuple[FieldNames, str] | None] = {}
@@ -220,7 +222,7 @@ class Masker:
             return MaskResult(value)
         plan = self._plan(kind, key, part)
         active: Sequence[int] = self._all
-        fields = bool(plan.fields)
+        fields = plan.has_fields
         if not plan.path_rules:
             try:
                 blob = orjson.dumps(value, default=self._default, option=SERIALIZE)
@@ -231,10 +233,17 @@ class Masker:
                 fields = fields and fields_possible
                 if not active and not fields:
                     return MaskResult(value)
+        return self._walked(plan, value, active, fields, cache) or MaskResult(value)
+
+    def _walked(
+        self, plan: _Plan, value: Any, active: Sequence[int], fields: bool, cache: _StringCache | None
+    ) -> MaskResult | None:
+        """The payload walked with the detectors ``active`` (and the field-name rules when
+        ``fields``): the masked copy, or None when nothing fired."""
         walk = Walk(self, plan, tuple(active), fields, cache)
         masked = walk.run(value)
         if not walk.fired:
-            return MaskResult(value)  # every change fires, so this is the payload, uncopied
+            return None  # every change fires, so this is the payload, uncopied
         return MaskResult(None if masked is DROP else masked, walk.fired_paths())
 
     def _detect(self, texts: Sequence[str], active: Sequence[int]) -> dict[int, Scanned]:
@@ -258,6 +267,32 @@ class MaskingSession:
     def mask(self, kind: str, key: str, value: Any, *, part: str = "input") -> MaskResult:
         """Mask one payload of boundary ``kind``/``key``; ``part`` is input, output or error."""
         return self.masker._mask(kind, key, value, part, self._cache)
+
+    def mask_encoded(
+        self, kind: str, key: str, value: Any, encoded: bytes, *, part: str = "input"
+    ) -> MaskResult | None:
+        """``mask()`` for a payload the caller has serialized already; None when nothing changes.
+
+        ``encoded`` is ``value`` as orjson writes it with the masker's ``default``
+        (keys in any order: the span codec sorts an input's). The gate reads these
+        bytes instead of serializing the payload again, and a payload it clears is
+        answered with None, so the caller keeps its bytes: the payload is neither
+        walked nor serialized a second time. None means exactly what a ``mask()``
+        that fired nothing means.
+        """
+        masker = self.masker
+        if not masker.config.enabled:
+            return None
+        plan = masker._plans.get((kind, key, part)) or masker._plan(kind, key, part)
+        if plan.path_rules:
+            return masker._walked(plan, value, masker._all, plan.has_fields, self._cache)
+        # As Masker._mask, on the caller's bytes: this runs for every payload of a run,
+        # and most end at the gate.
+        active, possible = masker.gate.select_payload(encoded)
+        fields = possible and plan.has_fields
+        if not active and not fields:
+            return None
+        return masker._walked(plan, value, active, fields, self._cache)
 
     @property
     def cached_strings(self) -> int:
