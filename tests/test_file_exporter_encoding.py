@@ -1,4 +1,10 @@
-"""The durable file's fast span encoding writes the same OTLP/JSON document as the reference one."""
+"""The durable file's fast span encoding writes the same OTLP/JSON bytes as the reference one.
+
+``span_dict`` builds the document as dicts; the file writes it through
+``LineEncoder``, from a template per span shape or piece by piece. Both must give
+the bytes ``orjson.dumps`` gives for the reference, and every reader of ours must
+read the lines back to the spans the SDK held.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +12,7 @@ import base64
 from typing import Any
 
 import orjson
+import pytest
 from google.protobuf.json_format import ParseDict
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -27,6 +34,8 @@ from opentelemetry.trace import (
 )
 
 from spanreplay.exporters._otlp_json import LineEncoder, span_dict, span_json
+from spanreplay.readers._otlp_json import spans_from_document
+from spanreplay.readers._otlp_json_typed import line_spans
 
 _text = st.text(max_size=40)
 _scalar = st.one_of(
@@ -40,15 +49,18 @@ _value = st.one_of(
     st.lists(_text, max_size=4).map(tuple),
     st.lists(st.integers(min_value=0, max_value=10**6), max_size=4),
     st.text(min_size=2000, max_size=2100),  # a payload-sized string
+    st.sampled_from(["%s", "%d %%", "100%", '{"k":"v"}']),  # text that looks like a %-template
 )
-_attributes = st.dictionaries(st.text(min_size=1, max_size=20), _value, max_size=8)
+# Keys that look like %-conversions too: the templates must treat them as text.
+_keys = st.text(min_size=1, max_size=20) | st.sampled_from(["%s", "a%db", "%%", "spanreplay.seq"])
+_attributes = st.dictionaries(_keys, _value, max_size=8)
 
 
 @st.composite
 def span_specs(draw: st.DrawFn) -> dict[str, Any]:
     """What one span carries: drawn as plain data, since the SDK draws its ids from ``random``."""
     parent = None
-    if draw(st.booleans()):
+    if draw(st.integers(0, 3)):  # most spans have a parent, as every boundary does
         parent = {
             "trace_id": draw(st.integers(min_value=1, max_value=2**128 - 1)),
             "span_id": draw(st.integers(min_value=1, max_value=2**64 - 1)),
@@ -56,17 +68,20 @@ def span_specs(draw: st.DrawFn) -> dict[str, Any]:
             "trace_state": draw(st.booleans()),
         }
     code = draw(st.sampled_from([None, StatusCode.OK, StatusCode.ERROR]))
+    # Half the spans are plain (no events, links or description), as boundary spans
+    # are: those the encoder writes from a template.
+    plain = draw(st.booleans())
     return {
-        "max_attributes": draw(st.sampled_from([3, 128])),
+        "max_attributes": draw(st.sampled_from([3, 128, 128])),
         "parent": parent,
-        "name": draw(_text),
+        "name": draw(_text | st.sampled_from(["execute_tool %s", "chat claude"])),
         "kind": draw(st.sampled_from(list(SpanKind))),
         "start": draw(_attributes),
         "end": draw(_attributes),
-        "links": draw(st.lists(_attributes, max_size=3)),
-        "events": draw(st.lists(st.tuples(_text, _attributes), max_size=3)),
+        "links": [] if plain else draw(st.lists(_attributes, max_size=3)),
+        "events": [] if plain else draw(st.lists(st.tuples(_text, _attributes), max_size=3)),
         "status": code,
-        "description": draw(st.one_of(st.none(), _text)) if code is StatusCode.ERROR else None,
+        "description": draw(st.one_of(st.none(), _text)) if code is StatusCode.ERROR and not plain else None,
     }
 
 
@@ -111,7 +126,156 @@ def build(spec: dict[str, Any]) -> ReadableSpan:
 @given(span_specs())
 def test_the_fast_encoding_is_the_reference_document(spec: dict[str, Any]) -> None:
     span = build(spec)
-    assert orjson.loads(span_json(span)) == span_dict(span)
+    assert span_json(span) == orjson.dumps(span_dict(span))
+
+
+def reference_line(span: ReadableSpan) -> bytes:
+    """The line the file must hold for ``span``: the reference document in its envelope."""
+    scope = span.instrumentation_scope
+    assert scope is not None
+    head, tail = LineEncoder._envelope(span.resource, scope.name, scope.version or "")
+    return head + orjson.dumps(span_dict(span)) + tail
+
+
+# One encoder for every example: its templates are made by some spans and reused by others.
+SHARED = LineEncoder()
+
+
+@settings(max_examples=300, deadline=None)
+@given(span_specs())
+def test_every_line_is_the_reference_line_byte_for_byte(spec: dict[str, Any]) -> None:
+    span = build(spec)
+    for encoder in (SHARED, LineEncoder()):
+        assert encoder.encode(span) == reference_line(span)
+        assert encoder.encode(span) == reference_line(span)  # again, from the template it made
+
+
+class _Pool:
+    """Two providers (two resources), each with two tracers (two scopes), kept for every
+    example, so that spans can share all of their shape but one thing."""
+
+    def __init__(self) -> None:
+        self.exporter = InMemorySpanExporter()
+        self.tracers = []
+        for service in ("a", "b"):
+            provider = TracerProvider(resource=Resource.create({"service.name": service}))
+            provider.add_span_processor(SimpleSpanProcessor(self.exporter))
+            self.tracers += [provider.get_tracer("s1", "1"), provider.get_tracer("s2")]
+        small = st.one_of(st.sampled_from(["x", "%d", "y\n"]), st.integers(-2, 2), st.booleans(), st.just(1.5))
+        # What makes a span's shape, each drawn from a few choices.
+        self.choices: dict[str, st.SearchStrategy[Any]] = {
+            "tracer": st.sampled_from(self.tracers),
+            "remote": st.booleans(),
+            "flags": st.sampled_from([TraceFlags.SAMPLED, TraceFlags.SAMPLED | 2]),
+            "name": st.sampled_from(["n", "m"]),
+            "kind": st.sampled_from([SpanKind.INTERNAL, SpanKind.CLIENT]),
+            "status": st.sampled_from([None, StatusCode.OK, StatusCode.ERROR]),
+            # Same keys, values of other types from span to span: another template.
+            "attributes": st.lists(st.sampled_from(["k", "%s", "seq"]), unique=True, max_size=3).flatmap(
+                lambda keys: st.fixed_dictionaries(dict.fromkeys(keys, small))
+            ),
+        }
+
+    def span(self, shape: dict[str, Any], ids: tuple[int, int]) -> ReadableSpan:
+        remote = SpanContext(
+            trace_id=ids[0], span_id=ids[1], is_remote=shape["remote"], trace_flags=TraceFlags(shape["flags"])
+        )
+        span = shape["tracer"].start_span(
+            shape["name"],
+            context=set_span_in_context(NonRecordingSpan(remote)),
+            kind=shape["kind"],
+            attributes=shape["attributes"],
+        )
+        if shape["status"] is not None:
+            span.set_status(Status(shape["status"]))
+        self.exporter.clear()
+        span.end()
+        (finished,) = self.exporter.get_finished_spans()
+        return finished
+
+
+POOL = _Pool()
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.data())
+def test_spans_that_share_all_of_a_shape_but_one_thing_are_each_written_as_themselves(data: st.DataObject) -> None:
+    # Spans alike in all but one thing (a value's type, the parent being remote, the
+    # kind, the status, the flags, the name, the resource or the scope) through one
+    # encoder: none may be written from another one's template.
+    encoder = LineEncoder()
+    base = {name: data.draw(choice) for name, choice in POOL.choices.items()}
+    for _ in range(6):
+        shape = dict(base)
+        changed = data.draw(st.sampled_from([None, *POOL.choices]))
+        if changed is not None:
+            shape[changed] = data.draw(POOL.choices[changed])
+        ids = (data.draw(st.integers(1, 2**128 - 1)), data.draw(st.integers(1, 2**64 - 1)))
+        span = POOL.span(shape, ids)
+        assert encoder.encode(span) == reference_line(span)
+
+
+@pytest.mark.parametrize("value", [2**64, 2**70, -(2**63) - 1])
+def test_an_integer_beyond_64_bits_is_written_as_the_reference_writes_it(value: int) -> None:
+    # Not OTLP (readers refuse it), but written as the reference writes it: its digits.
+    spec = {"max_attributes": 128, "parent": {"trace_id": 7, "span_id": 8, "is_remote": False, "trace_state": False},
+            "name": "n", "kind": SpanKind.INTERNAL, "start": {"n": value, "s": "x"}, "end": {}, "links": [],
+            "events": [], "status": None, "description": None}  # fmt: skip
+    span = build(spec)
+    assert LineEncoder().encode(span) == reference_line(span)
+    assert b'"intValue":"%d"' % value in reference_line(span)
+
+
+def test_text_that_is_not_utf8_fails_as_the_reference_does() -> None:
+    spec = {"max_attributes": 128, "parent": {"trace_id": 7, "span_id": 8, "is_remote": False, "trace_state": False},
+            "name": "n", "kind": SpanKind.INTERNAL, "start": {"a": "ok"}, "end": {}, "links": [], "events": [],
+            "status": None, "description": None}  # fmt: skip
+    encoder = LineEncoder()
+    good = build(spec)
+    assert encoder.encode(good) == reference_line(good)
+    bad = build({**spec, "start": {"a": "\ud800"}})  # a lone surrogate, same shape
+    with pytest.raises(orjson.JSONEncodeError):
+        orjson.dumps(span_dict(bad))
+    with pytest.raises(orjson.JSONEncodeError):
+        encoder.encode(bad)
+
+
+def _expected_attribute(value: Any) -> Any:
+    """An SDK attribute value as a reader of OTLP/JSON gives it back."""
+    if isinstance(value, tuple):
+        return [_expected_attribute(v) for v in value]
+    if isinstance(value, float) and value != value:
+        return "NaN"  # compared as text: NaN is never equal to itself
+    return value
+
+
+def _comparable(attributes: dict[str, Any]) -> dict[str, Any]:
+    return {k: _expected_attribute(v) for k, v in attributes.items()}
+
+
+@settings(max_examples=200, deadline=None)
+@given(span_specs())
+def test_every_reader_reads_each_line_back_to_the_span(spec: dict[str, Any]) -> None:
+    span = build(spec)
+    line = SHARED.encode(span)
+    typed = line_spans(line.rstrip(b"\n"), "t")
+    checked = list(spans_from_document(orjson.loads(line), "t"))
+    assert typed is not None, "the typed reader refused a line the file wrote"
+    assert typed == checked
+    (record,) = typed
+    ctx = span.get_span_context()
+    assert ctx is not None
+    assert (record.trace_id, record.span_id) == (f"{ctx.trace_id:032x}", f"{ctx.span_id:016x}")
+    assert record.parent_span_id == (f"{span.parent.span_id:016x}" if span.parent else None)
+    assert (record.name, record.start_ns, record.end_ns) == (span.name, span.start_time, span.end_time)
+    assert _comparable(dict(record.attributes)) == _comparable(dict(span.attributes or {}))
+    assert record.resource == dict(span.resource.attributes)
+    assert record.kind == span.kind.value + 1  # OTLP numbers kinds from 1
+    assert (record.status_code, record.status_message) == (
+        {StatusCode.UNSET: 0, StatusCode.OK: 1, StatusCode.ERROR: 2}[span.status.status_code],
+        span.status.description or "",
+    )
+    assert record.dropped_attributes_count == span.dropped_attributes
 
 
 def _hex_ids_to_base64(node: Any) -> Any:
@@ -141,3 +305,18 @@ def test_each_fast_encoded_line_is_one_traces_data_the_protobuf_classes_accept(s
     assert len(proto_span.attributes) == len(span.attributes or {})
     assert proto_span.dropped_attributes_count == span.dropped_attributes
     assert len(proto_span.events) == len(span.events)
+
+
+def test_values_are_written_as_orjson_writes_them_for_every_code_point() -> None:
+    # The template path writes str, int and bool values with msgspec, the reference
+    # with orjson: the two must agree on every character's escaping, alone and in runs.
+    from spanreplay.exporters._otlp_json import _encode_value
+
+    characters = [chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF]
+    for c in characters[:0x800]:  # every ASCII character, and then some, alone
+        assert _encode_value(c) == orjson.dumps(c)
+    for start in range(0, len(characters), 4096):
+        run = "".join(characters[start : start + 4096])
+        assert _encode_value(run) == orjson.dumps(run)
+    for value in (True, False, 0, -1, 2**63 - 1, -(2**63), 2**64 - 1):
+        assert _encode_value(value) == orjson.dumps(value)

@@ -78,9 +78,11 @@ class DurableFileSpanProcessor(SpanProcessor):
         run_id = attributes.get(sc.RUN_ID)
         if run_id is None:
             return
-        self._write(str(run_id), span)
+        if type(run_id) is not str:
+            run_id = str(run_id)
+        self._write(run_id, span)
         if sc.RUN_STATUS in attributes:
-            self._close(str(run_id))
+            self._close(run_id)
 
     def _write(self, run_id: str, span: ReadableSpan) -> None:
         if not self.enabled:
