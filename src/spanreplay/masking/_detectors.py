@@ -206,14 +206,22 @@ class Pattern:
         shortest = self._min_width or 1
         last = 0
         found: list[Span] = []
+        # An expression of unbounded width searches each window with the text cut
+        # ``reach`` past the window's end: a match that starts inside the window then
+        # reads past the cut only when it is longer than any hit, so a hit is not
+        # matched a second time against the whole text.
+        margin = reach if extent is None else 0
         for a, b in windows if windows is not None else ((0, n),):
             pos = a if a > last else last
+            cut = b + margin if b + margin < n else n
             while b - pos >= shortest:
-                match = search(text, pos, b)
+                match = search(text, pos, cut)
                 if match is None:
                     break
                 at, after = match.span()
-                if b < n and (after > b - reach if extent is None else at + extent > b):
+                if at >= b:
+                    break
+                if cut < n and (after > cut - reach if extent is None else at + extent > cut):
                     match = self.regex.match(text, at)
                     if match is None:
                         pos = at + 1
@@ -584,7 +592,12 @@ def builtin_detectors(*, ip_addresses: bool = True) -> tuple[Detector, ...]:
             pseudonymize=False,
             min_length=23,
             literals=("sk-",),
-            prefilter=rf"sk-[{_TOKEN}]{{20}}",
+            # Twenty key characters that do not begin with "ant-": an Anthropic key
+            # does not wake this detector up too.
+            prefilter=(
+                rf"sk-(?:[A-Zb-z0-9_\-][{_TOKEN}]{{19}}|a(?:[A-Za-mo-z0-9_\-][{_TOKEN}]{{18}}"
+                rf"|n(?:[A-Za-su-z0-9_\-][{_TOKEN}]{{17}}|t[A-Za-z0-9_][{_TOKEN}]{{16}})))"
+            ),
         ),
         RegexDetector(
             "aws_access_key_id",
