@@ -188,11 +188,13 @@ class Pattern:
 
         Windows built from the prefilter matches widened by ``reach`` give exactly
         the hits of a whole-text scan. A search inside a window sees the text end
-        at the window's end, which can change only a match whose attempt read up
-        to that cut (a lookahead that looked past it, a run it stopped): one that
+        at a cut: the window's end, or ``reach`` past it for an expression of
+        unbounded width. The cut can change only a match whose attempt read up
+        to it (a lookahead that looked past it, a run it stopped): one that
         starts less than the expression's extent before the cut (or, for an
         expression of unbounded width, ends within ``reach`` of it) is matched
-        again against the whole text.
+        again against the whole text. A match that starts past the window's end
+        is left to the window it lies in.
         """
         search = self.regex.search
         group = self.group
