@@ -32,9 +32,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-import orjson
 from _common import Case, Figure, emit, interleaved, median
-from bench_loader import generate, measure_memory, read_chunks, read_templates, record_templates
+from bench_loader import build_export, measure_memory, orjson_lines, read_chunks
 
 import spanreplay
 from spanreplay.readers import _writers, iter_spans
@@ -62,20 +61,10 @@ def _drain(path: Path) -> int:
     return count
 
 
-def _orjson_lines(path: Path, buffering: int = -1) -> None:
-    with open(path, "rb", buffering=buffering) as f:
-        for line in f:
-            orjson.loads(line)
-
-
 def measure_export(*, size_mb: int, small_mb: int, repeats: int, workdir: Path) -> list[Figure]:
-    record_templates(workdir / "templates")
-    head, templates = read_templates(workdir / "templates")
-    big, small = workdir / "big.jsonl", workdir / "small.jsonl"
-    started = time.perf_counter()
-    run_id, boundaries, runs = generate(templates, head, big, small, size_mb * MB, small_mb * MB)
-    generated_s = time.perf_counter() - started
-    big_size, small_size = big.stat().st_size, small.stat().st_size
+    export = build_export(workdir, size_mb, small_mb)
+    big, small, run_id, boundaries = export.big, export.small, export.run_id, export.boundaries
+    big_size, small_size = export.big_size, export.small_size
     if len(spanreplay.load(big, run_id)) != boundaries:
         raise AssertionError(f"load({run_id}) did not find the run's {boundaries} events")
 
@@ -97,8 +86,8 @@ def measure_export(*, size_mb: int, small_mb: int, repeats: int, workdir: Path) 
     parsing = interleaved(
         {
             "parse": _timed(lambda: _drain(small)),
-            "orjson": _timed(lambda: _orjson_lines(small)),
-            "orjson_1m": _timed(lambda: _orjson_lines(small, 1 << 20)),
+            "orjson": lambda: orjson_lines(small),
+            "orjson_1m": lambda: orjson_lines(small, 1 << 20),
         },
         repeats=repeats,
     )
@@ -129,7 +118,7 @@ def measure_export(*, size_mb: int, small_mb: int, repeats: int, workdir: Path) 
     spans_per_s = {k: [spans_in_small / (ns / 1e9) for ns in v] for k, v in formats.items()}
     proto_ratio = median([p / j for p, j in zip(spans_per_s["proto"], spans_per_s["json"], strict=True)])
 
-    note = f"{big_size / MB:,.0f} MB, {runs:,} runs; generated in {generated_s:.0f} s"
+    note = f"{big_size / MB:,.0f} MB, {export.runs:,} runs; generated in {export.generated_s:.0f} s"
     chunk_mbps = median([big_size / MB / (ns / 1e9) for ns in filtering["chunks"]])
     load_mbps = median([big_size / MB / (ns / 1e9) for ns in filtering["load"]])
     return [

@@ -235,6 +235,46 @@ def read_lines(path: Path) -> int:
     return time.perf_counter_ns() - start
 
 
+def orjson_lines(path: Path, buffering: int = -1) -> int:
+    """The plain parse: ``orjson.loads`` of every line, the file opened as plain code opens it
+    (``buffering=-1``, Python's default) or with the buffer given."""
+    start = time.perf_counter_ns()
+    with open(path, "rb", buffering=buffering) as f:
+        for line in f:
+            orjson.loads(line)
+    return time.perf_counter_ns() - start
+
+
+@dataclass(frozen=True)
+class Export:
+    """A generated Collector export (``big``), its slice (``small``) and the run measured in it."""
+
+    big: Path
+    small: Path
+    run_id: str
+    boundaries: int
+    runs: int
+    generated_s: float
+
+    @property
+    def big_size(self) -> int:
+        return self.big.stat().st_size
+
+    @property
+    def small_size(self) -> int:
+        return self.small.stat().st_size
+
+
+def build_export(workdir: Path, size_mb: int, small_mb: int) -> Export:
+    """Record the template runs into ``workdir`` and replicate them into a big file and a slice."""
+    record_templates(workdir / "templates")
+    head, templates = read_templates(workdir / "templates")
+    big, small = workdir / "big.jsonl", workdir / "small.jsonl"
+    started = time.perf_counter()
+    run_id, boundaries, runs = generate(templates, head, big, small, size_mb * MB, small_mb * MB)
+    return Export(big, small, run_id, boundaries, runs, time.perf_counter() - started)
+
+
 def scan_lines(path: Path, needle: bytes) -> int:
     """The loader's floor by design: iterate lines, test each for the run id."""
     start = time.perf_counter_ns()
@@ -302,13 +342,9 @@ def rss_kib(field: str) -> int:
 def measure(*, size_mb: int, small_mb: int, repeats: int) -> list[Figure]:
     workdir = Path(tempfile.mkdtemp(prefix="spanreplay-bench-loader-"))
     try:
-        record_templates(workdir / "templates")
-        head, templates = read_templates(workdir / "templates")
-        big, small = workdir / "big.jsonl", workdir / "small.jsonl"
-        started = time.perf_counter()
-        run_id, boundaries, runs = generate(templates, head, big, small, size_mb * MB, small_mb * MB)
-        generated_s = time.perf_counter() - started
-        big_size, small_size = big.stat().st_size, small.stat().st_size
+        export = build_export(workdir, size_mb, small_mb)
+        big, small, run_id, boundaries = export.big, export.small, export.run_id, export.boundaries
+        big_size, small_size = export.big_size, export.small_size
 
         log = spanreplay.load(big, run_id)
         if len(log) != boundaries:
@@ -336,16 +372,13 @@ def measure(*, size_mb: int, small_mb: int, repeats: int) -> list[Figure]:
                 pass
             return time.perf_counter_ns() - start
 
-        def orjson_lines(buffering: int = -1) -> int:
-            start = time.perf_counter_ns()
-            with open(small, "rb", buffering=buffering) as f:
-                for line in f:
-                    orjson.loads(line)
-            return time.perf_counter_ns() - start
-
         # The plain loop as plain code opens the file, and with the readers' 1 MiB buffer.
         parse = interleaved(
-            {"parse": parse_all, "orjson": orjson_lines, "orjson_1m": lambda: orjson_lines(1 << 20)},
+            {
+                "parse": parse_all,
+                "orjson": lambda: orjson_lines(small),
+                "orjson_1m": lambda: orjson_lines(small, 1 << 20),
+            },
             repeats=repeats,
         )
         parse_mbps = {case: [small_size / MB / (ns / 1e9) for ns in values] for case, values in parse.items()}
@@ -364,7 +397,9 @@ def measure(*, size_mb: int, small_mb: int, repeats: int) -> list[Figure]:
     mem_ratio = memory_big["tracemalloc_peak_mb"] / memory_small["tracemalloc_peak_mb"]
     parse_ratio = median([a / b for a, b in zip(parse_mbps["parse"], parse_mbps["orjson"], strict=True)])
     parse_ratio_1m = median([a / b for a, b in zip(parse_mbps["parse"], parse_mbps["orjson_1m"], strict=True)])
-    file_note = f"{big_size / MB:.0f} MB, {runs} runs, {IN_FLIGHT} in flight; generated in {generated_s:.1f} s"
+    file_note = (
+        f"{big_size / MB:.0f} MB, {export.runs} runs, {IN_FLIGHT} in flight; generated in {export.generated_s:.1f} s"
+    )
     return [
         Figure(NAME, "raw read, 1 MiB chunks", chunk_mbps, "MB/s", note=file_note),
         Figure(NAME, "raw read, line iteration", median(mbps["lines"]), "MB/s"),
