@@ -31,10 +31,13 @@ from opentelemetry.trace import StatusCode
 from ..._run import ReplayingRun, Run
 from ...errors import ConfigurationError, SpanReplayError, TraceFailed
 
-__all__ = ["OUTSIDE_ANY_TRACE", "RootSpanEnd", "TraceRuns"]
+__all__ = ["OUTSIDE_ANY_TRACE", "RootSpanEnd", "TraceRuns", "end_run"]
 
 OUTSIDE_ANY_TRACE = 0
 """The key of the run that boundaries reached outside any trace share (no valid trace id is 0)."""
+
+
+ExcInfo = tuple[type[BaseException] | None, BaseException | None, TracebackType | None]
 
 
 class TraceRuns:
@@ -47,7 +50,6 @@ class TraceRuns:
         self._runs: dict[int, Run] = {}
         self._taken_by: int | None = None
         self._lock = threading.Lock()
-        self.ended: list[Run] = []
 
     def current(self) -> Run | None:
         """The run of the trace the caller is in, opened on first use (``current_run()``'s factory)."""
@@ -62,7 +64,8 @@ class TraceRuns:
             run = self._make()
             run.enter_process_wide(shared=False)
             self._runs[trace_id] = run
-            self._taken_by = trace_id
+            if self._replaying:
+                self._taken_by = trace_id
             return run
 
     def end_trace(self, trace_id: int, failure: TraceFailed | None) -> None:
@@ -70,31 +73,27 @@ class TraceRuns:
         with self._lock:
             run = self._runs.pop(trace_id, None)
         if run is not None:
-            self._end(run, (TraceFailed, failure, None) if failure is not None else (None, None, None))
+            end_run(run, (TraceFailed, failure, None) if failure is not None else (None, None, None))
 
-    def end_all(
-        self, exc_info: tuple[type[BaseException] | None, BaseException | None, TracebackType | None]
-    ) -> None:
+    def end_all(self, exc_info: ExcInfo) -> None:
         """End every run still open (at interpreter exit: root spans that never ended, the outside run)."""
         with self._lock:
             runs, self._runs = list(self._runs.values()), {}
         for run in runs:
-            self._end(run, exc_info)
+            end_run(run, exc_info)
 
-    def _end(
-        self, run: Run, exc_info: tuple[type[BaseException] | None, BaseException | None, TracebackType | None]
-    ) -> None:
-        try:
-            run.exit_process_wide(*exc_info)
-        except SpanReplayError as exc:  # a divergence found at the end: said, not raised into the exporter
-            sys.stderr.write(f"spanreplay: {exc}\n")
-        self.ended.append(run)
-        if isinstance(run, ReplayingRun):
-            sys.stderr.write(
-                f"spanreplay: replay of run {run.run_id} {run.outcome or 'ended'} "
-                f"({run.engine.served} of {len(run.events)} recorded steps served).\n"
-            )
 
+def end_run(run: Run, exc_info: ExcInfo) -> None:
+    """End a run zero-code mode opened, and say how a replay ended (it runs at exit or in a processor)."""
+    try:
+        run.exit_process_wide(*exc_info)
+    except SpanReplayError as exc:  # a divergence found at the end: said, not raised into the exporter
+        sys.stderr.write(f"spanreplay: {exc}\n")
+    if isinstance(run, ReplayingRun):
+        sys.stderr.write(
+            f"spanreplay: replay of run {run.run_id} {run.outcome or 'ended'} "
+            f"({run.engine.served} of {len(run.events)} recorded steps served).\n"
+        )
 
 class RootSpanEnd(SpanProcessor):
     """Ends a trace's run when the trace's local root span ends (one whose parent is absent or remote)."""

@@ -28,7 +28,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from ..._config import configure
 from ..._run import RecordingRun, ReplayingRun, Run, set_process_run_factory
 from ...errors import ConfigurationError, SpanReplayError
-from ._trace_scope import RootSpanEnd, TraceRuns
+from ._trace_scope import RootSpanEnd, TraceRuns, end_run
 
 logger = logging.getLogger("spanreplay")
 
@@ -163,17 +163,8 @@ def _end() -> None:
         _root_span_end.runs = None  # a provider cannot drop a processor: this one goes quiet
     if runs is not None:
         runs.end_all(_exit)
-    if run is None:
-        return
-    try:
-        run.exit_process_wide(*_exit)
-    except SpanReplayError as exc:
-        sys.stderr.write(f"spanreplay: {exc}\n")
-    if isinstance(run, ReplayingRun):
-        sys.stderr.write(
-            f"spanreplay: replay of run {run.run_id} {run.outcome or 'ended'} "
-            f"({run.engine.served} of {len(run.events)} recorded steps served).\n"
-        )
+    if run is not None:
+        end_run(run, _exit)
 
 
 def stop() -> None:
