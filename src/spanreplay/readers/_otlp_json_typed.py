@@ -26,7 +26,7 @@ from msgspec import UNSET, Meta, Struct, UnsetType
 
 from .._spans import SpanEventRecord, SpanLinkRecord, SpanRecord
 from ._base import MalformedTrace, base64_bytes, integer, number
-from ._otlp_json import _KIND_NAMES, _STATUS_NAMES, MAX_DEPTH, _enum, hex_id
+from ._otlp_json import _KIND_NAMES, _STATUS_NAMES, MAX_DEPTH, _enum, all_hex, hex_id
 
 Int = Annotated[int, Meta(ge=-(2**63), le=2**63 - 1)]
 # Numbers only: a count the checked reader's count() would take as it is.
@@ -191,7 +191,7 @@ def _span(
     origin: str,
 ) -> SpanRecord:
     trace_id, span_id, parent = span.traceId, span.spanId, span.parentSpanId or ""
-    if len(trace_id) == 32 and len(span_id) == 16 and len(parent) in (0, 16) and _all_hex(trace_id + span_id + parent):
+    if len(trace_id) == 32 and len(span_id) == 16 and len(parent) in (0, 16) and all_hex(trace_id + span_id + parent):
         trace_id, span_id, parent = trace_id.lower(), span_id.lower(), parent.lower()
     else:  # base64, a 64-bit trace id, no id at all: as the checked reader reads them
         trace_id, span_id, parent = hex_id(trace_id, 16), hex_id(span_id, 8), hex_id(parent, 8)
@@ -225,15 +225,6 @@ def _span(
         span.droppedLinksCount,
         origin,
     )
-
-
-def _all_hex(digits: str) -> bool:
-    """Whether every character is a hex digit: hex_id's test, made in C."""
-    try:
-        # fromhex skips whitespace between bytes: a full count of bytes means there was none.
-        return len(bytes.fromhex(digits)) * 2 == len(digits)
-    except ValueError:
-        return False
 
 
 def _event(event: Event) -> SpanEventRecord:
