@@ -32,6 +32,16 @@ EXIT_INTERRUPTED = 130
 # Narrower previews than this are not worth a table column.
 MIN_PREVIEW = 16
 
+# ``--prices FILE`` of the commands that price model calls (cost, report): the value is
+# handed to ``spanreplay.cost.price_table`` as ``prices_file``.
+prices_option = click.option(
+    "--prices",
+    "prices_file",
+    type=click.Path(dir_okay=False),
+    metavar="FILE",
+    help="A TOML or JSON file of model prices over spanreplay's table (also: SPANREPLAY_PRICES).",
+)
+
 STATUS_STYLES = {"ok": "green", "error": "red", "crashed": "magenta", "running": "yellow"}
 
 # Width used when the output is not a terminal (a pipe, a file, a test): wide

@@ -16,7 +16,7 @@ from ..cost import DEFAULT_FACTOR, GROUPINGS, CostReport, Totals, price_table, s
 from ..cost._outliers import replay_command, show_command
 from ..cost._plot import plot_days
 from ..cost._totals import Grouping
-from ._common import console, format_time, format_usd, print_json
+from ._common import console, format_time, format_usd, prices_option, print_json
 
 if TYPE_CHECKING:
     _ParamType = click.ParamType[datetime]
@@ -68,13 +68,7 @@ class _Moment(_ParamType):
 )
 @click.option("--since", type=_Moment(end=False), help="Only calls made from this date (or time) on.")
 @click.option("--until", type=_Moment(end=True), help="Only calls made before the end of this date (or this time).")
-@click.option(
-    "--prices",
-    "prices_file",
-    type=click.Path(dir_okay=False),
-    metavar="FILE",
-    help="A TOML or JSON file of model prices over spanreplay's table (also: SPANREPLAY_PRICES).",
-)
+@prices_option
 @click.option(
     "--outlier-factor",
     type=click.FloatRange(min=1.0, min_open=True),

@@ -17,7 +17,7 @@ from .._run import ReplayingRun
 from ..cost import price_table
 from ..cost._html import Replayed, render_run, step_costs
 from ..errors import ReplayDivergenceError
-from ._common import BadInput, console, format_usd
+from ._common import BadInput, console, format_usd, prices_option
 from ._replay import _cwd_on_path, failing_step, load_entry
 
 
@@ -37,13 +37,7 @@ from ._replay import _cwd_on_path, failing_step, load_entry
     metavar="MODULE:FUNCTION",
     help="Also replay the run against this code (as spanreplay replay does) and mark where it diverges.",
 )
-@click.option(
-    "--prices",
-    "prices_file",
-    type=click.Path(dir_okay=False),
-    metavar="FILE",
-    help="A TOML or JSON file of model prices over spanreplay's table (also: SPANREPLAY_PRICES).",
-)
+@prices_option
 def report_command(source: str, run_id: str | None, output: str, entry: str | None, prices_file: str | None) -> None:
     """Write run RUN from SOURCE as one self-contained HTML page: its timeline (a bar per
     boundary, failed steps and the point where a replay diverged marked), tokens and cost
