@@ -68,11 +68,12 @@ class TraceRuns:
                 self._taken_by = trace_id
             return run
 
-    def end_trace(self, trace_id: int, failure: TraceFailed | None) -> None:
-        """End the run of ``trace_id`` (its root span ended), if the trace opened one."""
+    def end_trace(self, trace_id: int, root: ReadableSpan) -> None:
+        """End the run of ``trace_id`` as its ``root`` span ended, if the trace opened one."""
         with self._lock:
             run = self._runs.pop(trace_id, None)
         if run is not None:
+            failure = _failure(root)
             end_run(run, (TraceFailed, failure, None) if failure is not None else (None, None, None))
 
     def end_all(self, exc_info: ExcInfo) -> None:
@@ -106,7 +107,7 @@ class RootSpanEnd(SpanProcessor):
         context = span.context
         if runs is None or context is None or (span.parent is not None and not span.parent.is_remote):
             return
-        runs.end_trace(context.trace_id, _failure(span))
+        runs.end_trace(context.trace_id, span)
 
 
 def _failure(span: ReadableSpan) -> TraceFailed | None:
