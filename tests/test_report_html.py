@@ -63,7 +63,7 @@ def main():
     client = anthropic.Anthropic(base_url=os.environ.get("AGENT_API", "http://127.0.0.1:9"), api_key="test-key",
                                  max_retries=0)
     question = "I want a refund for order A-17, write to alice@example.com"
-    with spanreplay.record(agent="support"):
+    with client, spanreplay.record(agent="support"):
         messages = [{"role": "user", "content": question}]
         first = client.messages.create(model="claude-sonnet-4-6", max_tokens=256, messages=messages)
         found = lookup_order("LOOKUP")
