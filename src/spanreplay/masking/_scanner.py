@@ -50,6 +50,7 @@ class Scanner:
         "_names",
         "_pseudonyms",
         "_python_gate",
+        "_remembered",
         "_separable",
         "_tokens",
         "detectors",
@@ -71,6 +72,8 @@ class Scanner:
             None if pseudonyms.keyed and d.pseudonymize else f"<{d.name}>" for d in detectors
         )
         self._tokens: tuple[dict[str, str], ...] = tuple({} for _ in detectors)
+        # Their lookups, bound once (a memo is cleared, never replaced).
+        self._remembered = tuple(memo.get for memo in self._tokens)
         self._keys: dict[str, Scanned] = {}
 
     def changes(self, texts: Sequence[str], active: Sequence[int]) -> dict[int, Scanned]:
@@ -78,12 +81,12 @@ class Scanner:
         that fired in it; the other texts are as they were."""
         if not active or not texts:
             return {}
+        joined, starts, found = self._find(texts, active, self.gate)
+        if not found:
+            return {}
         out: dict[int, Scanned] = {}
-        joined, starts, groups = self._find(texts, active, self.gate)
-        for k, found in groups:
-            scanned = self._settle(joined, starts[k], starts[k + 1] - 1, found)
-            if scanned[1]:
-                out[k] = scanned
+        for k in self._rewrite(joined, starts, found, out):
+            out[k] = self._rescan(*out[k])
         return out
 
     def scan_key(self, key: str) -> Scanned:
@@ -92,20 +95,17 @@ class Scanner:
         literal tests alone."""
         hit = self._keys.get(key)
         if hit is None:
-            _, _, groups = self._find((key,), self._all, self._python_gate)
-            hit = self._settle(key, 0, len(key), groups[0][1]) if groups else (key, ())
+            _, _, found = self._find((key,), self._all, self._python_gate)
+            hit = self._settle(key, found) if found else (key, ())
             if len(key) <= _KEY_MAX:
                 if len(self._keys) >= _KEYS_HELD:
                     self._keys.clear()
                 self._keys[key] = hit
         return hit
 
-    def _find(
-        self, texts: Sequence[str], active: Sequence[int], gate: Gate
-    ) -> tuple[str, list[int], list[tuple[int, list[Finding]]]]:
+    def _find(self, texts: Sequence[str], active: Sequence[int], gate: Gate) -> tuple[str, list[int], list[Finding]]:
         """The texts joined, where each starts in that (and one past the end plus one),
-        and per text with findings: its index and its findings, sorted, in offsets of
-        the joined texts."""
+        and the findings in all of them, sorted, in offsets of the joined texts."""
         joined = join(texts)
         starts = starts_of(texts) if len(texts) > 1 else [0, len(joined) + 1]
         located = gate.locate(texts, joined, active)
@@ -126,24 +126,10 @@ class Scanner:
                 found += [(start, i, end) for start, end in spans]
             else:
                 found += self._text_by_text(i, windows, texts, starts)
-        if not found:
-            return joined, starts, []
+        # Each detector's findings come mostly in runs already in order, which the
+        # sort merges; the texts' groups are cut from the result as it is rewritten.
         found.sort()
-        if single:
-            return joined, starts, [(0, found)]
-        # The sorted findings, cut where one text ends and the next begins.
-        groups: list[tuple[int, list[Finding]]] = []
-        pos = 0
-        total = len(found)
-        while pos < total:
-            k = bisect.bisect_right(starts, found[pos][0]) - 1
-            following = starts[k + 1]
-            stop = pos + 1
-            if stop < total and found[stop][0] < following:
-                stop = bisect.bisect_left(found, (following,), stop + 1)
-            groups.append((k, found[pos:stop]))
-            pos = stop
-        return joined, starts, groups
+        return joined, starts, found
 
     def _text_by_text(
         self, i: int, windows: tuple[Sequence[Window] | None, ...] | None, texts: Sequence[str], starts: list[int]
@@ -172,69 +158,108 @@ class Scanner:
             found += [(start + base, i, end + base) for start, end in detector.locate(text, own)]
         return found
 
-    def _settle(self, source: str, lo: int, hi: int, found: list[Finding]) -> Scanned:
-        """The text ``source[lo:hi]`` with its findings (in offsets of ``source``)
-        replaced, and masked again while a replacement may have revealed more."""
-        masked, names, glued = self._rewrite(source, lo, hi, found)
+    def _settle(self, text: str, found: list[Finding]) -> Scanned:
+        """One text with its findings (sorted) replaced, and masked again while a
+        replacement may have revealed more."""
+        out: dict[int, Scanned] = {}
+        glued = self._rewrite(text, [0, len(text) + 1], found, out)
+        scanned = out.get(0) or (text, ())
+        return self._rescan(*scanned) if glued else scanned
+
+    def _rescan(self, masked: str, names: tuple[str, ...]) -> Scanned:
+        """A masked text where a finding touched its neighbour, masked again until nothing changes."""
+        # A finding written against its neighbour ("10.0.0.1sk-ant-...") was a boundary
+        # for the detectors; its placeholder may not be ("<ipv4>sk-ant-..." is a key).
+        # Masking again until nothing changes keeps masking idempotent.
         rescans = 0
-        while glued:
-            # A finding written against its neighbour ("10.0.0.1sk-ant-...") was a
-            # boundary for the detectors; its placeholder may not be ("<ipv4>sk-ant-..."
-            # is a key). Masking again until nothing changes keeps masking idempotent.
-            _, _, groups = self._find((masked,), self._all, self.gate)
-            if not groups:
+        while True:
+            _, _, found = self._find((masked,), self._all, self.gate)
+            if not found:
                 break
-            again, more, glued = self._rewrite(masked, 0, len(masked), groups[0][1])
-            if not more:
+            out: dict[int, Scanned] = {}
+            glued = bool(self._rewrite(masked, [0, len(masked) + 1], found, out))
+            if not out:
                 break
+            again, more = out[0]
             names = (*names, *(name for name in more if name not in names))
             masked = again
             rescans += 1
-            if glued and rescans == _RESCANS:
+            if not glued:
+                break
+            if rescans == _RESCANS:
                 # A chain of secrets each hiding the next (a phone number against a key
                 # against a phone number...) would cost a pass each: past a few, the
                 # whole text is withheld, which is final and costs nothing more.
                 return WITHHELD, names
         return masked, names
 
-    def _rewrite(self, source: str, lo: int, hi: int, found: list[Finding]) -> tuple[str, tuple[str, ...], bool]:
-        """``source[lo:hi]`` with each finding (sorted, in offsets of ``source``) replaced
-        in one join, the detectors that found something, and whether a finding touched
-        a neighbouring character."""
-        if source.find("<", lo, hi) != -1:
-            found = _outside_placeholders(source, lo, hi, found)
-            if not found:
-                return source[lo:hi], (), False
-        if len(found) == 1:
-            # The common case in records: a field holding one email, one phone number.
-            start, i, end = found[0]
-            raw = source[start:end]
-            token = self._constant[i] or self._tokens[i].get(raw) or self._token(i, raw)
-            glued = (start > lo and not source[start - 1].isspace()) or (end < hi and not source[end].isspace())
-            return source[lo:start] + token + source[end:hi], (self._names[i],), glued
+    def _rewrite(self, source: str, starts: list[int], found: list[Finding], out: dict[int, Scanned]) -> list[int]:
+        """Each text of ``source`` (texts joined, starting at ``starts``) that holds findings
+        (sorted, in offsets of ``source``): written into ``out`` by its index, each finding
+        replaced in one join, with the detectors that found something in it. Returns the
+        indexes of the texts where a finding touched a neighbouring character.
+
+        One pass over the findings: a text's findings are those before the next text
+        starts, so no text's findings are cut out into a list of their own."""
+        if source.find("<") != -1:
+            found = _outside_placeholders(source, starts, found)
         constant = self._constant
-        tokens = self._tokens
+        remembered = self._remembered
+        make = self._token
         all_names = self._names
-        pieces: list[str] = []
-        names: list[str] = []
-        pos = lo
-        glued = False
-        for start, i, end in found:
-            if start < pos:
-                continue  # overlaps an earlier (or higher-priority) finding
-            raw = source[start:end]
-            token = constant[i] or tokens[i].get(raw) or self._token(i, raw)
-            pieces += (source[pos:start], token)
-            name = all_names[i]
-            if name not in names:
-                names.append(name)
-            if not glued and (
-                (start > lo and not source[start - 1].isspace()) or (end < hi and not source[end].isspace())
-            ):
-                glued = True
+        glued_texts: list[int] = []
+        total = len(found)
+        n = 0
+        k = 0
+        while n < total:
+            start, i, end = found[n]
+            n += 1
+            k = bisect.bisect_right(starts, start, k) - 1
+            lo = starts[k]
+            following = starts[k + 1]
+            hi = following - 1
+            token = constant[i]
+            if token is None:
+                raw = source[start:end]
+                token = remembered[i](raw) or make(i, raw)
+            glued = (start > lo and not source[start - 1].isspace()) or (end < hi and not source[end].isspace())
+            if n == total or found[n][0] >= following:
+                # The only finding in its text: the common case in records, a field
+                # holding one email, one phone number.
+                out[k] = (source[lo:start] + token + source[end:hi], (all_names[i],))
+                if glued:
+                    glued_texts.append(k)
+                continue
+            pieces = [source[lo:start], token]
+            append = pieces.append
+            names = [all_names[i]]
             pos = end
-        pieces.append(source[pos:hi])
-        return "".join(pieces), tuple(names), glued
+            while n < total:
+                start, i, end = found[n]
+                if start >= following:
+                    break
+                n += 1
+                if start < pos:
+                    continue  # overlaps an earlier (or higher-priority) finding
+                token = constant[i]
+                if token is None:
+                    raw = source[start:end]
+                    token = remembered[i](raw) or make(i, raw)
+                append(source[pos:start])
+                append(token)
+                name = all_names[i]
+                if name not in names:
+                    names.append(name)
+                if not glued and (
+                    (start > lo and not source[start - 1].isspace()) or (end < hi and not source[end].isspace())
+                ):
+                    glued = True
+                pos = end
+            append(source[pos:hi])
+            out[k] = ("".join(pieces), tuple(names))
+            if glued:
+                glued_texts.append(k)
+        return glued_texts
 
     def _token(self, i: int, raw: str) -> str:
         detector = self.detectors[i]
@@ -247,19 +272,39 @@ class Scanner:
         return token
 
 
-def _outside_placeholders(source: str, lo: int, hi: int, found: list[Finding]) -> list[Finding]:
-    """The findings that overlap no placeholder already in ``source[lo:hi]`` (one sweep, both sorted)."""
-    taken = [m.span() for m in PLACEHOLDER.finditer(source, lo, hi)]
+def _outside_placeholders(source: str, starts: list[int], found: list[Finding]) -> list[Finding]:
+    """The findings that overlap no placeholder already in their text (both sorted).
+
+    ``source`` is texts joined with NUL, starting at ``starts``. No placeholder holds a
+    NUL, so those found in the whole are those found in each text alone, and a finding
+    can overlap only those in its own text: only the findings of texts that hold a
+    placeholder are looked at, one sweep per text."""
+    taken = [m.span() for m in PLACEHOLDER.finditer(source)]
     if not taken:
         return found
     kept: list[Finding] = []
-    j = 0
-    for finding in found:
-        start, _, end = finding
-        # Placeholders are apart and sorted: skip those that end before this finding starts.
-        while j < len(taken) and taken[j][1] <= start:
-            j += 1
-        if j < len(taken) and taken[j][0] < end:
-            continue
-        kept.append(finding)
+    done = 0  # the findings before this one are settled
+    t = 0
+    while t < len(taken):
+        k = bisect.bisect_right(starts, taken[t][0]) - 1
+        lo = starts[k]
+        following = starts[k + 1]
+        u = t + 1
+        while u < len(taken) and taken[u][0] < following:
+            u += 1
+        first = bisect.bisect_left(found, (lo,), done)
+        last = bisect.bisect_left(found, (following,), first)
+        kept += found[done:first]
+        j = t
+        for finding in found[first:last]:
+            start, _, end = finding
+            # Placeholders are apart and sorted: skip those that end before this finding starts.
+            while j < u and taken[j][1] <= start:
+                j += 1
+            if j < u and taken[j][0] < end:
+                continue
+            kept.append(finding)
+        done = last
+        t = u
+    kept += found[done:]
     return kept
