@@ -202,6 +202,9 @@ class Walk:
     def _apply(self, rule: PathRule, value: Any) -> Any:
         new = rule(value, self.masker._pseudonyms)
         if rule.action != "keep" and (new is DROP or (new is not value and new != value)):
+            # A place of its own in walk order: without it the rule would share the
+            # order of the string before, and sort ahead of what fired in that string.
+            self.order += 1
             self.fire(rule.name)
         return new
 
