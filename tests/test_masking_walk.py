@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
+import itertools
+from typing import Any
+
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
 from spanreplay.masking import Masker, MaskingConfig, drop, mask
+from spanreplay.masking._walk import format_path
+from test_masking_rewrite import MASKERS, busy_text, reference
 
 
 def test_a_path_rule_fires_in_document_order_after_a_string_before_it() -> None:
@@ -12,3 +20,102 @@ def test_a_path_rule_fires_in_document_order_after_a_string_before_it() -> None:
     # A short string between them changes nothing.
     result = masker.mask("model", "x", {"a": "jane@example.com", "z": "x", "b": "secret"})
     assert result.fired == (("a", "email"), ("b", "mask:b"))
+
+
+# --- the walk held to a plain reference -------------------------------------------------------
+
+
+def reference_walk(masker: Masker, payload: Any) -> tuple[Any, tuple[tuple[str, str], ...]]:
+    """``payload`` masked the plain way, recursively, and what fired where, in document
+    order, each (place, rule) once: what ``Masker.mask`` is documented to do without
+    path rules."""
+    plan = masker._plan("tool", "t", "input")
+    fired: list[tuple[int, tuple[Any, ...], str]] = []  # place, path, rule
+    places = itertools.count()
+
+    def walk(value: Any, path: tuple[Any, ...], place: int) -> Any:
+        if type(value) is str:
+            masked, names = reference(masker, value)
+            fired.extend((place, path, name) for name in names)
+            return masked
+        if type(value) is int and abs(value) >= 10**11:
+            masked, names = reference(masker, str(value))
+            fired.extend((place, path, name) for name in names)
+            return masked if names else value
+        if type(value) is list:
+            return [walk(item, (*path, index), next(places)) for index, item in enumerate(value)]
+        if type(value) is dict:
+            out: dict[Any, Any] = {}
+            for key, item in value.items():
+                new_key, place = key, next(places)
+                if type(key) is str:
+                    masked_key, names = reference(masker, key)
+                    if names:
+                        new_key = masked_key
+                        n = 2
+                        while new_key in out:
+                            new_key = f"{masked_key}#{n}"
+                            n += 1
+                        fired.extend((place, (*path, new_key), name) for name in names)
+                    matched = plan.field_rule(key)
+                    if matched is not None:
+                        new = matched[0](item, matched[1], masker._pseudonyms)
+                        if new is not item and new != item:
+                            fired.append((place, (*path, new_key), f"field:{matched[1]}"))
+                        out[new_key] = new
+                        continue
+                out[new_key] = walk(item, (*path, new_key), place)
+            return out
+        return value
+
+    masked = walk(payload, (), next(places))
+    once = dict.fromkeys((place, format_path(path), rule) for place, path, rule in fired)
+    return masked, tuple((path, rule) for _, path, rule in once)
+
+
+KEYS = (
+    st.sampled_from(["a", "id", "note", "content", "password", "api_key", "e-mail", "jane@example.com"]) | busy_text()
+)
+SCALARS = (
+    busy_text()
+    | st.integers(-1000, 1000)
+    | st.sampled_from([4111111111111111, 14155550132, -4111111111111111, 10**11])
+    | st.none()
+    | st.booleans()
+)
+PAYLOADS = st.recursive(
+    SCALARS,
+    lambda inner: st.lists(inner, max_size=5) | st.dictionaries(KEYS, inner, max_size=5),
+    max_leaves=25,
+)
+WALKERS = [
+    *MASKERS,
+    *(Masker(MaskingConfig(engine=m.gate.name, key="", field_names=("password", "token"))) for m in MASKERS),
+]
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(PAYLOADS)
+@example({"jane@example.com": "jane@example.com, 10.0.0.1", "password": "x", "b": ["+44 20 7946 0958"]})
+@example({"jane@example.com": 1, "JANE@example.com": {"bob@example.com": "bob@example.com"}})
+@example([{"a": "jane@example.com"}, "jane@example.com", {"jane@example.com": ["jane@example.com"]}])
+@example(["x@example.com", {"b": "10.0.0.1", "c": "x@example.com"}, "10.0.0.1", "x@example.com"])  # repeats
+@example(["a@b.co", {"k": "a@b.co"}])  # the shortest string a detector finds something in
+def test_payloads_are_walked_as_the_reference_walks_them(payload: Any) -> None:
+    for masker in WALKERS:
+        value, fired = reference_walk(masker, payload)
+        result = masker.mask("tool", "t", payload)
+        assert (result.value, result.fired) == (value, fired)
+        # A session gives the same, the first time and when it remembers the strings.
+        session = masker.session()
+        for _ in range(2):
+            remembered = session.mask("tool", "t", payload)
+            assert (remembered.value, remembered.fired) == (value, fired)
+
+
+def test_a_masked_key_and_its_value_fire_once_at_their_place() -> None:
+    masker = Masker(MaskingConfig(engine="python", key=""))
+    payload = {"jane@example.com": "jane@example.com", "bob@example.com": ["bob@example.com"], "c": "x"}
+    result = masker.mask("tool", "t", payload)
+    assert result.value == {"<email>": "<email>", "<email>#2": ["<email>"]} | {"c": "x"}
+    assert result.fired == (('["<email>"]', "email"), ('["<email>#2"]', "email"), ('["<email>#2"][0]', "email"))

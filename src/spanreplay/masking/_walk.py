@@ -80,13 +80,17 @@ def _path_text(cell: Cell, parents: dict[int, str]) -> str:
     if cell is None:
         return "$"
     parent, segment = cell
-    if parent is None:
+    # _segment_text's lookup, written out: this runs once per place that fired.
+    kind = type(segment)
+    text = _SEGMENTS.get(segment) if kind is str or kind is int else None
+    if text is None:
         text = _segment_text(segment)
+    if parent is None:
         return text[1:] if text[0] == "." else text
     above = parents.get(id(parent))
     if above is None:
         above = parents[id(parent)] = _path_text(parent, parents)
-    return above + _segment_text(segment)
+    return above + text
 
 
 class Holder:
@@ -112,15 +116,19 @@ class Walk:
     __slots__ = (
         "active",
         "cache",
+        "direct",
+        "field_rules",
         "fields",
         "fired",
         "keys_masked",
         "masker",
+        "min_length",
         "order",
         "path",
         "pending",
         "plan",
         "rules",
+        "scan_key",
     )
 
     def __init__(
@@ -139,6 +147,13 @@ class Walk:
         self.path: Cell = None
         self.pending: dict[str, list[_Slot]] = {}
         self.order = 0
+        # What mapping() and sequence() read on every call, one attribute each.
+        self.min_length = masker.min_length
+        self.scan_key = masker._scanner.scan_key
+        self.field_rules = plan.field_rules if self.fields else None
+        # Where a string waits for the detectors when no session may know it already:
+        # mapping() and sequence() put it there themselves.
+        self.direct = self.pending if cache is None else None
 
     def run(self, value: Any) -> Any:
         holder = Holder()
@@ -154,7 +169,8 @@ class Walk:
         self.fired.append((self.order, self.path, rule))
 
     def fired_paths(self) -> tuple[tuple[str, str], ...]:
-        fired = sorted(self.fired, key=_BY_ORDER)  # into walk order
+        fired = self.fired
+        fired.sort(key=_BY_ORDER)  # into walk order: each place that fired has its own order
         if self.keys_masked:  # each (path, rule) once, where it first fired
             first: dict[tuple[int, str], tuple[int, Cell, str]] = {}
             for entry in fired:
@@ -163,14 +179,15 @@ class Walk:
         # The texts of the paths' parents, by cell: siblings share them. A place has one
         # cell, so a cell's identity stands for its place while ``fired`` holds it.
         parents: dict[int, str] = {}
-        out = []
+        out: list[tuple[str, str]] = []
+        append = out.append
         last: Any = _UNSEEN
         text = ""
         for _, path, rule in fired:
             if path is not last:  # the rules fired at one place come together
                 text = _path_text(path, parents)
                 last = path
-            out.append((text, rule))
+            append((text, rule))
         return tuple(out)
 
     # -- path rules --------------------------------------------------------------------
@@ -235,7 +252,7 @@ class Walk:
         """The string itself for now; a slot is noted where a detector may change it.
         ``cell``: its path, when not the current one."""
         self.order += 1
-        if len(text) < self.masker.min_length:
+        if len(text) < self.min_length:
             return None if number else text
         cache = self.cache
         if cache is not None and len(text) >= CACHE_MIN:
@@ -263,76 +280,126 @@ class Walk:
                 if len(text) >= CACHE_MIN:
                     cache.put(text, changed.get(k) or (text, ()))
         fired = self.fired
+        append = fired.append
         for k, (masked, names) in changed.items():
-            for container, slot, path, order, _number in pending[texts[k]]:
-                container[slot] = masked
-                fired += [(order, path, name) for name in names]
+            slots = pending[texts[k]]
+            if len(names) == 1:  # most strings: one rule fired, and no list of it to build
+                (name,) = names
+                for container, slot, path, order, _number in slots:
+                    container[slot] = masked
+                    append((order, path, name))
+            else:
+                for container, slot, path, order, _number in slots:
+                    container[slot] = masked
+                    fired += [(order, path, name) for name in names]
 
     def mapping(self, mapping: dict[Any, Any], states: tuple[tuple[int, int], ...]) -> dict[Any, Any]:
         out: dict[Any, Any] = {}
         parent = self.path
-        masker = self.masker
-        min_length = masker.min_length
-        plan = self.plan
-        field_rules = plan.field_rules if self.fields else None
-        string = self.string
+        if states:
+            for key, item in mapping.items():
+                self._entry(out, parent, key, item, states)
+            self.path = parent
+            return out
+        # No path rule reaches below here: most objects. A key the detectors or a
+        # field-name rule may act on takes the whole way, _entry(); the others are
+        # copied here, and their strings wait for the detectors.
+        min_length = self.min_length
+        field_rules = self.field_rules
+        scan_key = self.scan_key
+        pending = self.direct
         for key, item in mapping.items():
-            new_key = key
-            names: tuple[str, ...] = ()
-            if type(key) is str and len(key) >= min_length:
-                masked_key, names = masker._scanner.scan_key(key)
-                if names:
-                    new_key = masked_key
-                    if new_key in out:
-                        # Two keys that mask alike ("<email>" twice without a key) stay apart.
-                        n = 2
-                        while f"{new_key}#{n}" in out:
-                            n += 1
-                        new_key = f"{new_key}#{n}"
+            if type(key) is str and (
+                (len(key) >= min_length and scan_key(key)[1])
+                or (field_rules is not None and field_rules.get(key, _UNSEEN) is not None)
+            ):
+                self._entry(out, parent, key, item, ())
+                continue
             # One cell per place: what fires here is told apart from other places by it.
-            cell = (parent, new_key)
-            if names:
-                self.path = cell
-                self.keys_masked = True
-                self.order += 1
-                for name in names:
-                    self.fire(name)
-            if states:
-                self.path = cell
-                child = self._advance(states, key)
-                rule = self._complete(child) if child else None
-                if rule is not None:
-                    new = self._apply(rule, item)
-                    if new is not DROP:
-                        out[new_key] = new
+            cell = (parent, key)
+            kind = type(item)
+            if kind is str:
+                if pending is None:
+                    out[key] = self.string(item, out, key, False, cell)
                     continue
-            else:
-                child = ()
-            matched = None
-            if field_rules is not None and type(key) is str:
-                matched = field_rules.get(key, _UNSEEN)
-                if matched is _UNSEEN:
-                    matched = plan.field_rule(key)
-            if matched is not None:
-                self.path = cell
-                new = matched[0](item, matched[1], masker._pseudonyms)
-                if new is not item and new != item:
-                    self.order += 1
-                    self.fire(f"field:{matched[1]}")
-            elif type(item) is str:
-                new = string(item, out, new_key, False, cell)
-            else:
-                self.path = cell
-                new = self.value(item, child, out, new_key)
+                # string(), written out for the commonest value. A string too short for
+                # any detector needs no place in walk order: nothing fires there.
+                if len(item) >= min_length:
+                    self.order = order = self.order + 1
+                    slots = pending.get(item)
+                    if slots is None:
+                        pending[item] = [(out, key, cell, order, False)]
+                    else:
+                        slots.append((out, key, cell, order, False))
+                out[key] = item
+                continue
+            self.path = cell
+            new = self.mapping(item, ()) if kind is dict else self.value(item, (), out, key)
             if new is not DROP:
-                out[new_key] = new
+                out[key] = new
         self.path = parent
         return out
+
+    def _entry(
+        self, out: dict[Any, Any], parent: Cell, key: Any, item: Any, states: tuple[tuple[int, int], ...]
+    ) -> None:
+        """One key of an object and its value, copied into ``out`` with every rule applied."""
+        new_key = key
+        names: tuple[str, ...] = ()
+        if type(key) is str and len(key) >= self.min_length:
+            masked_key, names = self.scan_key(key)
+            if names:
+                new_key = masked_key
+                if new_key in out:
+                    # Two keys that mask alike ("<email>" twice without a key) stay apart.
+                    n = 2
+                    while f"{new_key}#{n}" in out:
+                        n += 1
+                    new_key = f"{new_key}#{n}"
+        cell = (parent, new_key)
+        if names:
+            self.path = cell
+            self.keys_masked = True
+            self.order += 1
+            for name in names:
+                self.fire(name)
+        if states:
+            self.path = cell
+            child = self._advance(states, key)
+            rule = self._complete(child) if child else None
+            if rule is not None:
+                new = self._apply(rule, item)
+                if new is not DROP:
+                    out[new_key] = new
+                return
+        else:
+            child = ()
+        matched = None
+        field_rules = self.field_rules
+        if field_rules is not None and type(key) is str:
+            matched = field_rules.get(key, _UNSEEN)
+            if matched is _UNSEEN:
+                matched = self.plan.field_rule(key)
+        if matched is not None:
+            self.path = cell
+            new = matched[0](item, matched[1], self.masker._pseudonyms)
+            if new is not item and new != item:
+                self.order += 1
+                self.fire(f"field:{matched[1]}")
+        elif type(item) is str:
+            new = self.string(item, out, new_key, False, cell)
+        else:
+            self.path = cell
+            new = self.value(item, child, out, new_key)
+        if new is not DROP:
+            out[new_key] = new
 
     def sequence(self, items: Sequence[Any], states: tuple[tuple[int, int], ...]) -> list[Any]:
         out: list[Any] = []
         parent = self.path
         string = self.string
+        min_length = self.min_length
+        pending = self.direct
         for index, item in enumerate(items):
             cell = (parent, index)
             if states:
@@ -347,8 +414,23 @@ class Walk:
             else:
                 child = ()
             # A string waiting for the detectors is written to its index, len(out), later.
-            if type(item) is str:
-                new = string(item, out, len(out), False, cell)
+            kind = type(item)
+            if kind is str:
+                if pending is None:
+                    new = string(item, out, len(out), False, cell)
+                else:
+                    if len(item) >= min_length:  # string(), written out as in mapping()
+                        self.order = order = self.order + 1
+                        slots = pending.get(item)
+                        if slots is None:
+                            pending[item] = [(out, len(out), cell, order, False)]
+                        else:
+                            slots.append((out, len(out), cell, order, False))
+                    out.append(item)
+                    continue
+            elif kind is dict:
+                self.path = cell
+                new = self.mapping(item, child)
             else:
                 self.path = cell
                 new = self.value(item, child, out, len(out))
