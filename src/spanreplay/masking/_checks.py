@@ -15,6 +15,8 @@ from typing import Final
 _DOUBLED: Final = bytes(
     (2 * (b - 48) if (b - 48) < 5 else 2 * (b - 48) - 9) if 48 <= b <= 57 else 0 for b in range(256)
 )
+# Per number length, 48 (the code of "0") times the number of digits Luhn keeps as they are.
+_KEPT_ZEROS: Final = tuple(48 * ((n + 1) // 2) for n in range(20))
 
 
 def luhn_ok(digits: str) -> bool:
@@ -76,11 +78,39 @@ def card_ok(digits: str) -> bool:
     """A payment card number: a network's prefix and length, and the Luhn check.
     ``digits``: ASCII digits only. Runs once per candidate, so written out in full."""
     n = len(digits)
-    if n < 12 or n > 19 or not _length_bits(digits[:4]) >> n & 1:
+    if n < 12 or n > 19:
+        return False
+    bits = _LENGTH_BITS.get(digits[:4])
+    if bits is None:
+        bits = _length_bits(digits[:4])
+    if not bits >> n & 1:
         return False
     data = digits.encode("ascii")
-    kept = data[-1::-2]
-    return (sum(kept) - 48 * len(kept) + sum(data[-2::-2].translate(_DOUBLED))) % 10 == 0
+    return (sum(data[-1::-2]) - _KEPT_ZEROS[n] + sum(data[-2::-2].translate(_DOUBLED))) % 10 == 0
+
+
+# The card checks of the detector, per 4-digit head as bytes: the same bits as
+# ``_LENGTH_BITS``, looked up without turning the bytes back into text.
+_HEAD_BITS: dict[bytes, int] = {}
+
+
+def card_text_ok(text: str) -> bool:
+    """``card_ok`` of ``text`` without its spaces and hyphens. ``text``: ASCII (a card
+    pattern's hit). One function, not two: it runs once per candidate on every payload."""
+    # The separators go in the same C call that makes the bytes Luhn sums over.
+    data = text.encode("ascii").translate(None, b" -")
+    n = len(data)
+    if n < 12 or n > 19:
+        return False
+    head = data[:4]
+    bits = _HEAD_BITS.get(head)
+    if bits is None:
+        if not head.isdigit():  # ASCII digits only, as for bytes
+            return False
+        bits = _HEAD_BITS[head] = _length_bits(head.decode("ascii"))
+    if not bits >> n & 1:
+        return False
+    return (sum(data[-1::-2]) - _KEPT_ZEROS[n] + sum(data[-2::-2].translate(_DOUBLED))) % 10 == 0
 
 
 # ISO 13616 lengths by country (the SWIFT IBAN registry).
@@ -98,19 +128,28 @@ IBAN_LENGTHS: Final[dict[str, int]] = {
 }  # fmt: skip
 
 
-_IBAN_LETTERS: Final = {ord(ch): str(10 + i) for i, ch in enumerate("ABCDEFGHIJKLMNOPQRSTUVWXYZ")}
+# A str.translate table: each letter to the number it counts as in the mod-97 check.
+IBAN_LETTERS: Final = {ord(ch): str(10 + i) for i, ch in enumerate("ABCDEFGHIJKLMNOPQRSTUVWXYZ")}
+# Per country: its IBAN's length, and the four digits its two letters become.
+IBAN_COUNTRIES: Final[dict[str, tuple[int, str]]] = {
+    country: (length, country.translate(IBAN_LETTERS)) for country, length in IBAN_LENGTHS.items()
+}
 
 
 def iban_ok(compact: str) -> bool:
     """``compact``: an IBAN without spaces, upper case. Country length and mod-97 check."""
-    if IBAN_LENGTHS.get(compact[:2]) != len(compact):
+    country = IBAN_COUNTRIES.get(compact[:2])
+    if country is None or country[0] != len(compact):
         return False
     # The country and check digits move to the end; letters count as 10..35. Most
     # account numbers are digits only and need no translation.
     account = compact[4:]
     if not account.isdigit():
-        account = account.translate(_IBAN_LETTERS)
-    number = account + compact[:4].translate(_IBAN_LETTERS)
+        account = account.translate(IBAN_LETTERS)
+    check = compact[2:4]
+    if not check.isdigit():
+        check = check.translate(IBAN_LETTERS)
+    number = account + country[1] + check
     return number.isdigit() and int(number) % 97 == 1
 
 
@@ -134,6 +173,12 @@ def ipv4_ok(text: str) -> bool:
     if len(parts) != 4:
         return False
     a, b, c, d = parts
+    # Nearly every hit is four octets written as "0" to "255" (no leading zero) with
+    # a first octet a host can have: set lookups decide it, with no int() and no test
+    # of leading zeros. Anything else ("127", "300", "01") takes the rules in full below.
+    if a in _HOST_FIRST_OCTETS and b in _OCTETS and c in _OCTETS and d in _OCTETS:
+        # Of these first octets, only 128 and 192 start a netmask (255.255.255.0 and friends).
+        return not (b in _MASK_TEXT and c in _MASK_TEXT and d in _MASK_TEXT and (a == "128" or a == "192"))
     if (
         (len(a) > 1 and a[0] == "0")
         or (len(b) > 1 and b[0] == "0")
@@ -151,25 +196,44 @@ def ipv4_ok(text: str) -> bool:
 
 
 _MASK_OCTETS: Final = frozenset((0, 128, 192, 224, 240, 248, 252, 254, 255))
+_MASK_TEXT: Final = frozenset(str(n) for n in _MASK_OCTETS)
+# Each octet as written without leading zeros, and the first octets a host can have
+# (not 0, 127, or multicast and up).
+_OCTETS: Final = frozenset(str(n) for n in range(256))
+_HOST_FIRST_OCTETS: Final = frozenset(str(n) for n in range(1, 224) if n != 127)
+
+_AF_INET6: Final = socket.AF_INET6
+_inet_pton: Final = socket.inet_pton
+# A valid address names a host when it lies in [_HOSTS_FROM, _LINK_LOCAL) or in
+# [_SITE_LOCAL, _MULTICAST): that leaves out ::/120 (loopback ::1 and unspecified ::
+# among them), link-local fe80::/10 and multicast ff00::/8. Compared as bytes,
+# which order as the addresses do.
+_HOSTS_FROM: Final = bytes(14) + b"\x01\x00"
+_LINK_LOCAL: Final = b"\xfe\x80" + bytes(14)
+_SITE_LOCAL: Final = b"\xfe\xc0" + bytes(14)
+_MULTICAST: Final = b"\xff" + bytes(15)
 
 
 def ipv6_packed(text: str) -> bytes | None:
     """The 16 bytes of a valid IPv6 address (inet_pton: C, and strict), or None."""
     try:
-        return socket.inet_pton(socket.AF_INET6, text)
+        return _inet_pton(_AF_INET6, text)
     except (OSError, ValueError):
         return None
 
 
 def ipv6_ok(text: str) -> bool:
     """A valid IPv6 address that names a host, written with at least three groups or a full first group."""
-    packed = ipv6_packed(text)
-    if packed is None or "%" in text:
+    try:
+        packed = _inet_pton(_AF_INET6, text)
+    except (OSError, ValueError):
         return False
-    # Loopback ::1, unspecified ::, multicast ff00::/8, link-local fe80::/10.
-    if packed[0] == 0xFF or (packed[0] == 0xFE and packed[1] & 0xC0 == 0x80) or packed[:15] == bytes(15):
+    if "%" in text or not (_HOSTS_FROM <= packed < _LINK_LOCAL or _SITE_LOCAL <= packed < _MULTICAST):
         return False
-    groups = [g for g in text.split(":") if g]
     # "1::2" is valid IPv6 but reads like a slice in code; real addresses written in
     # compressed form still carry a 4-digit prefix (2001::1) or three groups.
-    return len(groups) >= 3 or len(groups[0]) == 4
+    parts = text.split(":")
+    if len(parts) - parts.count("") >= 3:
+        return True
+    # A host address has a group that is not empty: the first such one decides.
+    return len(text.lstrip(":").partition(":")[0]) == 4
