@@ -399,25 +399,28 @@ _IPV6: Final = (
     + "".join(rf"|(?<=[0-9A-Fa-f]{{{k}}}:)(?<![0-9A-Za-z_:.][0-9A-Fa-f]{{{k}}}:)" for k in range(1, 5))
     + r")[0-9A-Fa-f]{0,4}:[0-9A-Fa-f:.]*+(?![0-9A-Za-z_])"
 )
-_HEX: Final = frozenset("0123456789ABCDEFabcdef")
+_HEX: Final = "0123456789ABCDEFabcdef"
 _IPV6_MAX: Final = 45  # ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.255
 
 
 def _ipv6_refine(text: str, colon: int, stop: int) -> Span | None:
-    start = colon
-    while start > colon - 4 and start > 0 and text[start - 1] in _HEX:
-        start -= 1
+    # Back over the (at most four) hex digits of the first group: those that rstrip
+    # takes off the four characters before the colon.
+    head = text[colon - 4 if colon > 4 else 0 : colon]
+    start = colon - len(head) + len(head.rstrip(_HEX))
     # No address is longer than 45 characters, and at most the two characters of a
     # trailing "." or ":" (a sentence's end) are not its own: nothing here grows with the run.
     if stop - start > _IPV6_MAX + 2:
         return None
-    candidate = text[start:stop]
-    for _ in range(3):
-        if _checks.ipv6_ok(candidate):
-            return start, start + len(candidate)
-        if not candidate or candidate[-1] not in ".:":
+    if _checks.ipv6_ok(text[start:stop]):
+        return start, stop
+    end = stop
+    for _ in (1, 2):
+        if end <= start or text[end - 1] not in ".:":
             return None
-        candidate = candidate[:-1]
+        end -= 1
+        if _checks.ipv6_ok(text[start:end]):
+            return start, end
     return None
 
 
@@ -465,6 +468,7 @@ class PrivateKeyDetector:
 # --- the built-in set -------------------------------------------------------------------------
 
 
+_IBAN_COUNTRIES: Final = _checks.IBAN_COUNTRIES
 # What the digit patterns let through besides digits; deleted to leave the digits.
 _NUMBER_PUNCTUATION: Final = str.maketrans("", "", " .-()+/")
 
@@ -473,19 +477,15 @@ def _digits_only(text: str) -> str:
     return text.translate(_NUMBER_PUNCTUATION)
 
 
-def _card_check(text: str) -> bool:
-    # The expression lets only digits and one kind of separator through.
-    return _checks.card_ok(text.replace(" ", "").replace("-", ""))
-
-
 def _has_digit(text: str) -> bool:
     return any("0" <= ch <= "9" for ch in text)
 
 
 def _iban_refine(text: str, start: int, stop: int) -> Span | None:
-    length = _checks.IBAN_LENGTHS.get(text[start : start + 2])
-    if length is None:
+    country = _IBAN_COUNTRIES.get(text[start : start + 2])
+    if country is None:
         return None
+    length, letters = country
     # The expression may run on into a following group; the country fixes the
     # length. The end lies past ``length`` characters and the spaces among them:
     # the least ``end`` with ``end - spaces before it == length``.
@@ -494,9 +494,18 @@ def _iban_refine(text: str, start: int, stop: int) -> Span | None:
         compact = found.replace(" ", "")
         if len(compact) < length:
             return None
-        end = length
-        while (wider := length + found.count(" ", 0, end)) != end:
-            end = wider
+        # Where the IBAN is written in the usual groups of four, it ends at ``end``
+        # below. When ``end`` meets the rule above (one count tells), the least end
+        # that does is ``end``, or one less where the character before is a space
+        # (the expression never lets two spaces meet); else the loop finds it.
+        end = length + (length - 1) // 4
+        if found.count(" ", 0, end) == end - length:
+            if found[end - 1] == " ":
+                end -= 1
+        else:
+            end = length
+            while (wider := length + found.count(" ", 0, end)) != end:
+                end = wider
         end += start
     else:
         compact = found
@@ -505,7 +514,13 @@ def _iban_refine(text: str, start: int, stop: int) -> Span | None:
         end = start + length
     if end < len(text) and text[end].isalnum():
         return None
-    return (start, end) if _checks.iban_ok(compact[:length]) else None
+    # ``iban_ok`` of compact[:length], less what the expression already holds to:
+    # the country is known, and the check digits are digits ([A-Z]{2}[0-9]{2}).
+    account = compact[4:length]
+    # ASCII here, so the bytes test (C's table) stands for str.isdigit (Unicode's).
+    if not account.encode("ascii").isdigit():
+        account = account.translate(_checks.IBAN_LETTERS)
+    return (start, end) if int(f"{account}{letters}{compact[2:4]}") % 97 == 1 else None
 
 
 # Refines of our own that read the text no further than one character past the
@@ -514,12 +529,16 @@ def _iban_refine(text: str, start: int, stop: int) -> Span | None:
 _SEPARABLE_REFINES: Final = frozenset((_iban_refine, _ipv6_refine))
 
 
+# The checks below are ``digit_count_between`` written out, a call less per hit; the
+# expressions let only ASCII through.
 def _phone_international(text: str) -> bool:
-    return _checks.digit_count_between(text, 8, 15)
+    data = text.encode("ascii")
+    return 8 <= len(data) - len(data.translate(None, b"0123456789")) <= 15
 
 
 def _phone_national(text: str) -> bool:
-    return _checks.digit_count_between(text, 9, 12) and _DATE_PREFIX.match(text) is None
+    data = text.encode("ascii")
+    return 9 <= len(data) - len(data.translate(None, b"0123456789")) <= 12 and _DATE_PREFIX.match(text) is None
 
 
 def _phone_normalize(found: str) -> str:
@@ -671,7 +690,7 @@ def builtin_detectors(*, ip_addresses: bool = True) -> tuple[Detector, ...]:
             reach=8,
             min_length=12,
             literals=("2", "3", "4", "5", "6"),
-            check=_card_check,
+            check=_checks.card_text_ok,
             normalize=_digits_only,
         ),
         RegexDetector(
