@@ -157,6 +157,8 @@ def expected(masker: Masker, texts: list[str]) -> tuple[list[str], tuple[tuple[s
 @example(["+44 20 7946 0958+44 20 7946 0958", "4111 1111 1111 1111+1 415 555 0132"])
 @example(["<email>jane@example.com", "jane@example.com<email>"])
 @example(["a7123b|||c", "7123 7123", "x@corp ab@corp"])
+# Texts masked again together, some of them more than once, among texts that are not.
+@example(["plain", "10.0.0.1sk-ant-" + "a" * 30, "none", "jane@example.com, bob@example.com.", "7123|x", "|7123"])
 def test_many_strings_are_masked_as_the_reference_masks_each(texts: list[str]) -> None:
     for masker in (*MASKERS, *OWN_MASKERS):
         result = masker.mask("tool", "t", texts)

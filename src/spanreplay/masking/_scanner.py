@@ -85,8 +85,9 @@ class Scanner:
         if not found:
             return {}
         out: dict[int, Scanned] = {}
-        for k in self._rewrite(joined, starts, found, out):
-            out[k] = self._rescan(*out[k])
+        glued = self._rewrite(joined, starts, found, out)
+        if glued:
+            self._rescan(glued, out)
         return out
 
     def scan_key(self, key: str) -> Scanned:
@@ -163,35 +164,38 @@ class Scanner:
         replacement may have revealed more."""
         out: dict[int, Scanned] = {}
         glued = self._rewrite(text, [0, len(text) + 1], found, out)
-        scanned = out.get(0) or (text, ())
-        return self._rescan(*scanned) if glued else scanned
+        if glued:
+            self._rescan(glued, out)
+        return out.get(0) or (text, ())
 
-    def _rescan(self, masked: str, names: tuple[str, ...]) -> Scanned:
-        """A masked text where a finding touched its neighbour, masked again until nothing changes."""
+    def _rescan(self, glued: list[int], out: dict[int, Scanned]) -> None:
+        """The texts ``glued`` of ``out``, where a finding touched its neighbour, masked
+        again until nothing changes: all of them scanned together on each pass, as the
+        first pass scanned them (prose puts a comma after an address: most texts of a
+        conversation come back here)."""
         # A finding written against its neighbour ("10.0.0.1sk-ant-...") was a boundary
         # for the detectors; its placeholder may not be ("<ipv4>sk-ant-..." is a key).
         # Masking again until nothing changes keeps masking idempotent.
         rescans = 0
-        while True:
-            _, _, found = self._find((masked,), self._all, self.gate)
+        while glued:
+            joined, starts, found = self._find([out[k][0] for k in glued], self._all, self.gate)
             if not found:
-                break
-            out: dict[int, Scanned] = {}
-            glued = bool(self._rewrite(masked, [0, len(masked) + 1], found, out))
-            if not out:
-                break
-            again, more = out[0]
-            names = (*names, *(name for name in more if name not in names))
-            masked = again
+                return
+            again: dict[int, Scanned] = {}
+            still = self._rewrite(joined, starts, found, again)
             rescans += 1
-            if not glued:
-                break
+            for j, (masked, more) in again.items():
+                k = glued[j]
+                names = out[k][1]
+                out[k] = (masked, (*names, *(name for name in more if name not in names)))
             if rescans == _RESCANS:
                 # A chain of secrets each hiding the next (a phone number against a key
                 # against a phone number...) would cost a pass each: past a few, the
                 # whole text is withheld, which is final and costs nothing more.
-                return WITHHELD, names
-        return masked, names
+                for j in still:
+                    out[glued[j]] = (WITHHELD, out[glued[j]][1])
+                return
+            glued = [glued[j] for j in still]
 
     def _rewrite(self, source: str, starts: list[int], found: list[Finding], out: dict[int, Scanned]) -> list[int]:
         """Each text of ``source`` (texts joined, starting at ``starts``) that holds findings
