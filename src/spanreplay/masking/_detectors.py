@@ -373,16 +373,18 @@ class RegexDetector:
 
 # --- email ------------------------------------------------------------------------
 
-_LOCAL_CHARS: Final = "A-Za-z0-9._%+\\-"
-# The domain is matched forward from the "@" (a literal, which the regex engine
-# finds with a fast search); the local part is matched backward, on a reversed
-# window of at most 65 characters, so a long run before an "@" costs nothing.
+# The domain is matched forward from the "@"; the local part is read backward, as
+# the run of its characters that str.rstrip takes off the end of a window of at most
+# 65 characters before the "@", so a long run before an "@" costs nothing.
 _AT_DOMAIN: Final = re.compile(
     r"@(?:[A-Za-z0-9\-]{1,63}+\.){1,8}(?:[A-Za-z]{2,24}+|xn--[A-Za-z0-9\-]{1,59}+)(?![A-Za-z0-9\-])",
     re.ASCII,
 )
-_LOCAL_REVERSED: Final = re.compile(f"[{_LOCAL_CHARS}]{{1,65}}", re.ASCII)
+# The characters of a local part, for str.rstrip, and those it neither starts nor ends with.
+_LOCAL_TEXT: Final = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._%+-"
+_LOCAL_PUNCTUATION: Final = "._%+-"
 _LOCAL_MAX: Final = 64
+_LOCAL_WINDOW: Final = _LOCAL_MAX + 1
 
 
 class EmailDetector:
@@ -397,22 +399,33 @@ class EmailDetector:
     # them take a NUL.
     separable: bool = True
 
-    def __call__(self, text: str) -> Iterator[Span]:
+    def __call__(self, text: str) -> list[Span]:
+        found: list[Span] = []
         last_end = 0
-        for match in _AT_DOMAIN.finditer(text):
-            at = match.start()
-            window = text[max(last_end, at - _LOCAL_MAX - 1) : at][::-1]
-            local = _LOCAL_REVERSED.match(window)
-            if local is None or local.end() > _LOCAL_MAX:
-                continue  # no local part, or one longer than RFC 5321 allows
-            start = at - local.end()
-            # A local part neither starts nor ends with punctuation.
-            while start < at and not text[start].isalnum():
-                start += 1
-            if start == at or text[at - 1] == ".":
-                continue
-            last_end = match.end()
-            yield start, last_end
+        find = text.find
+        search = _AT_DOMAIN.search
+        # str.find skips to the next "@" far faster than the expression's own scan;
+        # the search from there still runs a stretch of "@"s that start no domain in C.
+        at = find("@")
+        while at != -1:
+            match = search(text, at)
+            if match is None:
+                break
+            at, end = match.span()
+            # The local part: the run of local-part characters before the "@", read
+            # back at most 65 characters (no further than the last finding's end).
+            lo = at - _LOCAL_WINDOW if at - _LOCAL_WINDOW > last_end else last_end
+            window = text[lo:at]
+            before = len(window.rstrip(_LOCAL_TEXT))
+            # One longer than RFC 5321 allows is no local part; one neither starts nor
+            # ends with punctuation.
+            if len(window) - before <= _LOCAL_MAX:
+                local = window[before:].lstrip(_LOCAL_PUNCTUATION)
+                if local and local[-1] != ".":
+                    found.append((at - len(local), end))
+                    last_end = end
+            at = find("@", end)
+        return found
 
     def normalize(self, found: str) -> str:
         return found.lower()
