@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from spanreplay.masking import Masker, MaskingConfig, Pattern, RegexDetector
+from spanreplay.masking._joined import join, starts_of
 from spanreplay.masking._pseudonyms import PLACEHOLDER
 from spanreplay.masking._scanner import WITHHELD
 from spanreplay.masking._walk import format_path
@@ -207,3 +208,13 @@ def test_the_reference_sees_what_the_scanner_must_handle() -> None:
     assert list(bars("a||b")) == [(1, 3), (1, 2), (1, 3)]
     digits = OWN[0]
     assert sorted(digits("7123")) == [(0, 2), (0, 4)]
+
+
+@given(st.lists(st.text(max_size=8), min_size=1, max_size=20))
+def test_where_each_text_starts_among_texts_joined(texts: list[str]) -> None:
+    joined = join(texts)
+    starts = starts_of(texts)
+    assert len(starts) == len(texts) + 1
+    assert starts[-1] == len(joined) + 1
+    for k, text in enumerate(texts):
+        assert joined[starts[k] : starts[k + 1] - 1] == text
