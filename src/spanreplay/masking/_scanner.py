@@ -13,7 +13,7 @@ normalization and keyed hash.
 
 from __future__ import annotations
 
-import bisect
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from typing import Final
 
@@ -45,6 +45,7 @@ class Scanner:
 
     __slots__ = (
         "_all",
+        "_alone",
         "_constant",
         "_keys",
         "_names",
@@ -66,6 +67,8 @@ class Scanner:
         self._pseudonyms = pseudonyms
         self._all = tuple(range(len(detectors)))
         self._names = tuple(d.name for d in detectors)
+        # What fired in a text where one detector found something: shared, not built per text.
+        self._alone = tuple((name,) for name in self._names)
         self._separable = tuple(getattr(d, "separable", False) is True for d in detectors)
         # A detector whose every finding becomes the same placeholder needs no memory.
         self._constant: tuple[str | None, ...] = tuple(
@@ -211,16 +214,21 @@ class Scanner:
         remembered = self._remembered
         make = self._token
         all_names = self._names
+        alone = self._alone
         glued_texts: list[int] = []
         total = len(found)
         n = 0
-        k = 0
+        k = -1
         while n < total:
             start, i, end = found[n]
             n += 1
-            k = bisect.bisect_right(starts, start, k) - 1
-            lo = starts[k]
+            # The text this finding is in: most often the one after the last.
+            k += 1
             following = starts[k + 1]
+            if following <= start:
+                k = bisect_right(starts, start, k) - 1
+                following = starts[k + 1]
+            lo = starts[k]
             hi = following - 1
             token = constant[i]
             if token is None:
@@ -230,7 +238,7 @@ class Scanner:
             if n == total or found[n][0] >= following:
                 # The only finding in its text: the common case in records, a field
                 # holding one email, one phone number.
-                out[k] = (source[lo:start] + token + source[end:hi], (all_names[i],))
+                out[k] = (source[lo:start] + token + source[end:hi], alone[i])
                 if glued:
                     glued_texts.append(k)
                 continue
@@ -290,14 +298,14 @@ def _outside_placeholders(source: str, starts: list[int], found: list[Finding]) 
     done = 0  # the findings before this one are settled
     t = 0
     while t < len(taken):
-        k = bisect.bisect_right(starts, taken[t][0]) - 1
+        k = bisect_right(starts, taken[t][0]) - 1
         lo = starts[k]
         following = starts[k + 1]
         u = t + 1
         while u < len(taken) and taken[u][0] < following:
             u += 1
-        first = bisect.bisect_left(found, (lo,), done)
-        last = bisect.bisect_left(found, (following,), first)
+        first = bisect_left(found, (lo,), done)
+        last = bisect_left(found, (following,), first)
         kept += found[done:first]
         j = t
         for finding in found[first:last]:
