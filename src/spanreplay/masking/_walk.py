@@ -105,9 +105,9 @@ class Holder:
         self.value = value
 
 
-# A string waiting for the detectors: where it goes, its path, its walk order, and
-# whether it was an integer (left as one unless something is found in it).
-_Slot = tuple[Any, Segment, Cell, int, bool]
+# A string waiting for the detectors: where it goes, its path and its walk order. (An
+# integer's string is one too: its place holds the integer until something is found.)
+_Slot = tuple[Any, Segment, Cell, int]
 
 
 class Walk:
@@ -263,7 +263,7 @@ class Walk:
                     self.fired.append((self.order, self.path if cell is None else cell, name))
                 return masked if names or not number else None
         slots = self.pending.get(text)
-        entry = (container, slot, self.path if cell is None else cell, self.order, number)
+        entry = (container, slot, self.path if cell is None else cell, self.order)
         if slots is None:
             self.pending[text] = [entry]
         else:
@@ -281,15 +281,15 @@ class Walk:
                     cache.put(text, changed.get(k) or (text, ()))
         fired = self.fired
         append = fired.append
+        places = list(pending.values())  # in the order of texts
         for k, (masked, names) in changed.items():
-            slots = pending[texts[k]]
             if len(names) == 1:  # most strings: one rule fired, and no list of it to build
                 (name,) = names
-                for container, slot, path, order, _number in slots:
+                for container, slot, path, order in places[k]:
                     container[slot] = masked
                     append((order, path, name))
             else:
-                for container, slot, path, order, _number in slots:
+                for container, slot, path, order in places[k]:
                     container[slot] = masked
                     fired += [(order, path, name) for name in names]
 
@@ -328,9 +328,9 @@ class Walk:
                     self.order = order = self.order + 1
                     slots = pending.get(item)
                     if slots is None:
-                        pending[item] = [(out, key, cell, order, False)]
+                        pending[item] = [(out, key, cell, order)]
                     else:
-                        slots.append((out, key, cell, order, False))
+                        slots.append((out, key, cell, order))
                 out[key] = item
                 continue
             self.path = cell
@@ -423,9 +423,9 @@ class Walk:
                         self.order = order = self.order + 1
                         slots = pending.get(item)
                         if slots is None:
-                            pending[item] = [(out, len(out), cell, order, False)]
+                            pending[item] = [(out, len(out), cell, order)]
                         else:
-                            slots.append((out, len(out), cell, order, False))
+                            slots.append((out, len(out), cell, order))
                     out.append(item)
                     continue
             elif kind is dict:
