@@ -119,3 +119,16 @@ def test_a_masked_key_and_its_value_fire_once_at_their_place() -> None:
     result = masker.mask("tool", "t", payload)
     assert result.value == {"<email>": "<email>", "<email>#2": ["<email>"]} | {"c": "x"}
     assert result.fired == (('["<email>"]', "email"), ('["<email>#2"]', "email"), ('["<email>#2"][0]', "email"))
+
+
+def test_keys_met_again_are_treated_as_the_first_time() -> None:
+    # The walk remembers keys that nothing acts on; a key a rule or a detector acts on
+    # must not be among them, whichever payload met it first.
+    masker = Masker(MaskingConfig(engine="python", key="", field_names=("password",)))
+    payloads = [{"note": "x", "password": "hunter2"}, {"jane@example.com": "a"}, {"note": "jane@example.com"}]
+    first = [masker.mask("tool", "t", payload) for payload in payloads]
+    again = [masker.mask("tool", "t", payload) for payload in payloads]
+    assert [(r.value, r.fired) for r in again] == [(r.value, r.fired) for r in first]
+    assert first[0].fired == (("password", "field:password"),)
+    assert first[1].value == {"<email>": "a"}
+    assert first[2].value == {"note": "<email>"}

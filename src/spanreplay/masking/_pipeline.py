@@ -95,7 +95,7 @@ class _StringCache:
 class _Plan:
     """The rules that apply to one (kind, key, part)."""
 
-    __slots__ = ("field_rules", "fields", "has_fields", "path_rules", "roots")
+    __slots__ = ("field_rules", "fields", "has_fields", "path_rules", "plain_keys", "roots")
 
     def __init__(self, path_rules: tuple[PathRule, ...], fields: tuple[FieldNames, ...]) -> None:
         self.path_rules = path_rules
@@ -104,6 +104,9 @@ class _Plan:
         self.roots: tuple[tuple[int, int], ...] = tuple((i, 0) for i in range(len(path_rules)))
         # Object keys met so far: the first field-name rule each matches, and the name.
         self.field_rules: dict[str, tuple[FieldNames, str] | None] = {}
+        # Object keys met so far that no detector masks and no field-name rule matches:
+        # the walk copies them, and the strings under them, without asking again.
+        self.plain_keys: set[str] = set()
 
     def field_rule(self, key: str) -> tuple[FieldNames, str] | None:
         """The first field-name rule that object key ``key`` matches, and the name it matches."""

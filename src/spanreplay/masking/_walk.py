@@ -38,6 +38,9 @@ _INT_LIMIT: Final = 10**11
 _IDENTIFIER: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _BY_ORDER: Final = operator.itemgetter(0)
 _UNSEEN: Final[Any] = object()
+# Plain object keys remembered per plan (see _Plan.plain_keys), and the longest.
+_PLAIN_KEYS_HELD: Final = 4096
+_PLAIN_KEY_MAX: Final = 64
 
 
 def format_path(segments: Sequence[Segment]) -> str:
@@ -126,6 +129,7 @@ class Walk:
         "order",
         "path",
         "pending",
+        "plain_keys",
         "plan",
         "rules",
         "scan_key",
@@ -151,6 +155,7 @@ class Walk:
         self.min_length = masker.min_length
         self.scan_key = masker._scanner.scan_key
         self.field_rules = plan.field_rules if self.fields else None
+        self.plain_keys = plan.plain_keys
         # Where a string waits for the detectors when no session may know it already:
         # mapping() and sequence() put it there themselves.
         self.direct = self.pending if cache is None else None
@@ -305,14 +310,10 @@ class Walk:
         # field-name rule may act on takes the whole way, _entry(); the others are
         # copied here, and their strings wait for the detectors.
         min_length = self.min_length
-        field_rules = self.field_rules
-        scan_key = self.scan_key
+        plain = self.plain_keys
         pending = self.direct
         for key, item in mapping.items():
-            if type(key) is str and (
-                (len(key) >= min_length and scan_key(key)[1])
-                or (field_rules is not None and field_rules.get(key, _UNSEEN) is not None)
-            ):
+            if type(key) is str and key not in plain and self._acts_on(key):
                 self._entry(out, parent, key, item, ())
                 continue
             # One cell per place: what fires here is told apart from other places by it.
@@ -339,6 +340,20 @@ class Walk:
                 out[key] = new
         self.path = parent
         return out
+
+    def _acts_on(self, key: str) -> bool:
+        """Whether the detectors mask object key ``key`` or a field-name rule of this walk
+        takes its value. A key that neither can touch under this plan is noted as plain."""
+        masked = len(key) >= self.min_length and bool(self.scan_key(key)[1])
+        plan = self.plan
+        matched = plan.field_rules.get(key, _UNSEEN)
+        if matched is _UNSEEN:
+            matched = plan.field_rule(key)
+        if not masked and matched is None:
+            if len(key) <= _PLAIN_KEY_MAX and len(plan.plain_keys) < _PLAIN_KEYS_HELD:
+                plan.plain_keys.add(key)
+            return False
+        return masked or (matched is not None and self.field_rules is not None)
 
     def _entry(
         self, out: dict[Any, Any], parent: Cell, key: Any, item: Any, states: tuple[tuple[int, int], ...]
