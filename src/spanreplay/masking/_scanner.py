@@ -131,7 +131,7 @@ class Scanner:
             else:
                 found += self._text_by_text(i, windows, texts, starts)
         # Each detector's findings come mostly in runs already in order, which the
-        # sort merges; the texts' groups are cut from the result as it is rewritten.
+        # sort merges; _rewrite tells the texts apart as it goes through them.
         found.sort()
         return joined, starts, found
 
