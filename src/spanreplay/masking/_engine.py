@@ -210,7 +210,12 @@ class HyperscanGate:
             return self._python.locate(texts, joined, among)
         # One byte per character, so hyperscan's offsets are string offsets: every
         # non-ASCII character becomes "?", which no prefilter's characters include.
-        data = joined.encode("ascii") if joined.isascii() else joined.encode("ascii", "replace")
+        # A NUL follows the last text too, as it follows every other: hyperscan misses
+        # some matches that end exactly where its data ends ("c0" after 15 characters
+        # or more, for "c[0-9]+", and for "c[0-9]{1,5}" compiled without
+        # SOM_LEFTMOST), and missed none with a character after them. A prefilter's
+        # boundary may take that NUL, so a match may end one past the text.
+        data = (joined.encode("ascii") if joined.isascii() else joined.encode("ascii", "replace")) + b"\x00"
         # Per prefilter (the locating database's pattern ids): where it matches.
         found: list[list[Window]] = [[] for _ in self._targets]
         # A prefilter that matches everywhere (a run of 40 KB of "1:" for the IPv6
