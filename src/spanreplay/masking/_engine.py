@@ -22,11 +22,14 @@ import importlib.util
 import itertools
 import re
 import threading
+import warnings
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 from ..errors import ConfigurationError
 from ._detectors import AFTER_ESCAPED, AFTER_PLAIN, Detector, Pattern, RegexDetector, Window
+from ._joined import SEPARATOR
+from ._regex import _UNBOUNDED, _parser
 
 __all__ = ["Gate", "HyperscanGate", "Located", "PythonGate", "hyperscan_available", "make_gate"]
 
@@ -110,6 +113,10 @@ def _any_of(literals: Sequence[str]) -> Callable[[str], object] | None:
     return re.compile(expression).search
 
 
+# How hyperscan refuses a minimum match length no match reaches (see ``HyperscanGate._widest``).
+_WIDEST_STATED: Final = re.compile(r"can only produce matches of length (\d+) bytes at most")
+
+
 class HyperscanGate:
     """Hyperscan finds every prefilter match; Python runs the patterns near them.
 
@@ -148,34 +155,96 @@ class HyperscanGate:
             flags.append(hyperscan.HS_FLAG_SINGLEMATCH | hyperscan.HS_FLAG_CASELESS)
         self._payload_db = self._compile(expressions, ids, flags)
 
-        # The locating database: every match of every prefilter, with its start, in
-        # the payload's strings as they are (not JSON-escaped).
+        # The locating database: where each prefilter matches, in the payload's strings
+        # as they are (not JSON-escaped). A pattern with a reach needs to know where its
+        # prefilter's matches lie. A match ending at ``end`` starts at or after ``end -
+        # width`` when no match of the prefilter is wider than ``width``, and hyperscan
+        # scans 15 to 30% faster for ends alone (on the bench's payloads): only a
+        # prefilter of unbounded (or unknown) width is compiled to report its matches'
+        # starts too (SOM_LEFTMOST). A detector that is not a RegexDetector, or a
+        # pattern without a reach, needs only to know that its prefilter matched. Its
+        # flags are chosen for speed alone:
+        # - of bounded width (the key and token prefilters): SOM_LEFTMOST, its starts
+        #   unused. Without it the database took two to three times as long to compile
+        #   (65 to 85 ms against 28; a key's long fixed repeats cost most), with
+        #   SINGLEMATCH or not. SINGLEMATCH, which cannot go with SOM_LEFTMOST, would
+        #   save a few reports only (35 on the bench's dense conversation).
+        # - of unbounded width (the email prefilter): none. Its matches' starts made
+        #   the scan of the bench's records a fifth slower, and SINGLEMATCH made the
+        #   scan of its dense conversation half again as slow.
         self._targets: list[tuple[int, int]] = []  # pattern id -> (detector, pattern or -1)
         self._patterns: list[tuple[Pattern, ...]] = []
+        # Per pattern id: how far before a match's end its window starts (the widest
+        # match plus the reach), or None where the match's own start says it.
+        leads: list[int | None] = []
         expressions = []
+        flags = []
         for i, detector in enumerate(detectors):
             patterns = detector.patterns if isinstance(detector, RegexDetector) else ()
             self._patterns.append(patterns)
             if detector.prefilter is None:
                 continue
-            if patterns:
-                for j, pattern in enumerate(patterns):
-                    assert pattern.prefilter is not None
-                    expressions.append(_unescaped(pattern.prefilter).encode())
-                    self._targets.append((i, j))
-            else:
-                expressions.append(_unescaped(detector.prefilter).encode())
-                self._targets.append((i, -1))
-        self._locate_db = self._compile(
-            expressions, list(range(len(expressions))), [hyperscan.HS_FLAG_SOM_LEFTMOST] * len(expressions)
-        )
+            for j, prefilter in enumerate([p.prefilter for p in patterns] if patterns else [detector.prefilter]):
+                assert prefilter is not None
+                expression = _unescaped(prefilter)
+                width = self._widest(expression)
+                reach = patterns[j].reach if patterns else None
+                if reach is None:
+                    flags.append(0 if width is None else hyperscan.HS_FLAG_SOM_LEFTMOST)
+                    leads.append(0)
+                elif width is None:
+                    flags.append(hyperscan.HS_FLAG_SOM_LEFTMOST)
+                    leads.append(None)
+                else:
+                    flags.append(0)
+                    leads.append(width + reach)
+                expressions.append(expression.encode())
+                self._targets.append((i, j if patterns else -1))
+        self._leads = tuple(leads)
+        self._starts = None in leads  # whether any match's start is asked for
+        self._locate_db = self._compile(expressions, list(range(len(expressions))), flags)
         self._local = threading.local()
 
-    def _compile(self, expressions: list[bytes], ids: list[int], flags: list[int]) -> Any:
+    def _widest(self, expression: str) -> int | None:
+        """The most characters a match of ``expression`` (hyperscan syntax) spans; None
+        when that is unbounded or not known."""
+        if _parser is None:
+            return None
+        try:
+            with warnings.catch_warnings():
+                # Python reads a POSIX class ("[[:digit:]]") as a set and a "]", with a
+                # FutureWarning; that only makes its width wider than hyperscan's.
+                warnings.simplefilter("ignore")
+                _, widest = _parser.parse(expression).getwidth()
+        except Exception:  # not Python syntax: unknown
+            return None
+        if not isinstance(widest, int) or widest >= _UNBOUNDED:
+            return None
+        # Python's syntax is not hyperscan's everywhere ("a{,3}" is a repeat to Python,
+        # five literal characters to hyperscan), nor are its widths in bytes (a
+        # non-ASCII literal). Hyperscan says its own: asked to compile the expression
+        # for matches longer than that (this binding has no other way to ask), it
+        # refuses, naming the widest match it can produce.
+        at_least = (self._hs.HS_EXT_FLAG_MIN_LENGTH, 0, 0, widest + 1, 0, 0)
+        try:
+            self._compile([expression.encode()], [0], [0], [at_least])
+        except self._hs.error as refusal:
+            stated = _WIDEST_STATED.search(str(refusal))
+            if stated is not None and int(stated.group(1)) <= widest:
+                return int(stated.group(1))
+        return None
+
+    def _compile(
+        self,
+        expressions: list[bytes],
+        ids: list[int],
+        flags: list[int],
+        ext: list[tuple[int, int, int, int, int, int]] | None = None,
+    ) -> Any:
         if not expressions:
             return None
         database = self._hs.Database(mode=self._hs.HS_MODE_BLOCK)
-        database.compile(expressions=expressions, ids=ids, elements=len(expressions), flags=flags)
+        database.compile(expressions=expressions, ids=ids, elements=len(expressions), flags=flags, ext=ext)
         return database
 
     def _scratch(self, which: str, database: Any) -> Any:
@@ -216,16 +285,27 @@ class HyperscanGate:
         # SOM_LEFTMOST), and missed none with a character after them. A prefilter's
         # boundary may take that NUL, so a match may end one past the text.
         data = (joined.encode("ascii") if joined.isascii() else joined.encode("ascii", "replace")) + b"\x00"
-        # Per prefilter (the locating database's pattern ids): where it matches.
-        found: list[list[Window]] = [[] for _ in self._targets]
+        # Per prefilter (the locating database's pattern ids): where its matches end,
+        # and where they start for a prefilter compiled to say so.
+        ends: list[list[int]] = [[] for _ in self._targets]
+        starts = ends
         # A prefilter that matches everywhere (a run of 40 KB of "1:" for the IPv6
         # one) would call back into Python per match; past this budget the scan
         # stops and the gate answers as the Python one would, with the same result.
         budget = itertools.count(-256 - len(data) // 8)
+        if self._starts:
+            starts = [[] for _ in self._targets]
 
-        def on_match(pattern_id: int, start: int, end: int, flags: int, context: object) -> bool | None:
-            found[pattern_id].append((start, end))
-            return True if next(budget) > 0 else None
+            def on_match(pattern_id: int, start: int, end: int, flags: int, context: object) -> bool:
+                ends[pattern_id].append(end)
+                starts[pattern_id].append(start)
+                return next(budget) > 0
+
+        else:
+
+            def on_match(pattern_id: int, start: int, end: int, flags: int, context: object) -> bool:
+                ends[pattern_id].append(end)
+                return next(budget) > 0
 
         try:
             self._locate_db.scan(data, on_match, 0, None, self._scratch("locate", self._locate_db))
@@ -233,15 +313,28 @@ class HyperscanGate:
             return self._python.locate(texts, joined, among)
         wanted = set(among)
         n = len(joined)
-        longest = n if len(texts) == 1 else max(map(len, texts))
+        # The longest text's length, or less until it is needed: a detector is asked
+        # only when some text is at least its ``min_length`` long.
+        exact = len(texts) == 1
+        longest = n if exact else 0
         minimum = self._min
+        leads = self._leads
         out: Located = {}
-        for pattern_id, matches in enumerate(found):
-            if not matches:
+        for pattern_id, matched in enumerate(ends):
+            if not matched:
                 continue
             i, j = self._targets[pattern_id]
-            if i not in wanted or longest < minimum[i]:
+            if i not in wanted:
                 continue
+            if longest < minimum[i]:
+                # The text a match ends in often settles it (two searches in C, where
+                # the lengths of a thousand texts cost a hundred times more).
+                longest = max(longest, _length_before(joined, matched[0]))
+                if longest < minimum[i] and not exact:
+                    longest = max(map(len, texts))
+                    exact = True
+                if longest < minimum[i]:
+                    continue
             if j < 0:
                 out[i] = None
                 continue
@@ -249,7 +342,13 @@ class HyperscanGate:
             entry = out.get(i)
             windows: list[Sequence[Window] | None] = [()] * len(patterns) if entry is None else list(entry)
             reach = patterns[j].reach
-            windows[j] = None if reach is None else _windows(matches, reach, n)
+            lead = leads[pattern_id]
+            if reach is None:
+                windows[j] = None
+            elif lead is None:
+                windows[j] = _windows(list(zip(starts[pattern_id], matched, strict=True)), reach, n)
+            else:
+                windows[j] = _windows_before(matched, lead, reach, n)
             out[i] = tuple(windows)
         if self._unfiltered:
             asked = self._python.locate(texts, joined, [i for i in self._unfiltered if i in wanted])
@@ -290,6 +389,44 @@ def _windows(matches: list[Window], reach: int, n: int) -> list[Window]:
             out[-1] = (out[-1][0], b)
             last = b
     return out
+
+
+def _windows_before(ends: list[int], lead: int, reach: int, n: int) -> list[Window]:
+    """Windows for prefilter matches known by their ends alone: from ``lead`` before
+    each end (the widest match, and ``reach``) to ``reach`` after it, clipped to the
+    text, overlaps merged. Each holds the window ``_windows`` makes of the match."""
+    ends.sort()  # hyperscan reports them in order: one pass
+    out: list[Window] = []
+    last = -lead - 1  # where the last window ends: before any window here, at first
+    for end in ends:
+        a = end - lead
+        b = end + reach
+        if a > last:
+            out.append((a, b))
+        else:
+            out[-1] = (out[-1][0], b)
+        last = b
+    # Every window is as wide as the next, so they start and end in order: only the
+    # first can start before the text, and only the last end past it.
+    if out[0][0] < 0:
+        out[0] = (0, out[0][1])
+    if last > n:
+        out[-1] = (out[-1][0], n)
+    return out
+
+
+def _length_before(joined: str, end: int) -> int:
+    """The length of the stretch of ``joined`` between NULs that holds the last
+    character before ``end`` other than a NUL (a prefilter's boundary may take the
+    NUL after a text, the last one's included). It lies within one text: a lower
+    bound on that text's length."""
+    last = min(end, len(joined)) - 1
+    if last >= 0 and joined[last] == SEPARATOR:
+        last -= 1
+    if last < 0 or joined[last] == SEPARATOR:
+        return 0
+    stop = joined.find(SEPARATOR, last)
+    return (len(joined) if stop < 0 else stop) - joined.rfind(SEPARATOR, 0, last) - 1
 
 
 def hyperscan_available() -> bool:
