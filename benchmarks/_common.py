@@ -81,8 +81,15 @@ def peer_and_count(
     if "agent_rewind" in us:
         peer = median(us["agent_rewind"])
         figures.append(Figure(name, metric, peer, "us/call", note="peer; " + noise(us["agent_rewind"])))
-        figures.append(Figure(name, "ratio spanreplay / agent-rewind", median(us[ours]) / peer, "x",
-                              note=f"best/best {min(us[ours]) / min(us['agent_rewind']):.2f}x"))
+        figures.append(
+            Figure(
+                name,
+                "ratio spanreplay / agent-rewind",
+                median(us[ours]) / peer,
+                "x",
+                note=f"best/best {min(us[ours]) / min(us['agent_rewind']):.2f}x",
+            )
+        )
     else:
         figures.append(Figure(name, metric, float("nan"), "us/call", note=rewind_note))
     figures.append(Figure(name, "calls per repeat x repeats", calls * repeats, "calls", note=f"{calls} x {repeats}"))

@@ -314,8 +314,11 @@ def child(mode: str, path: str, run_id: str) -> None:
         before = rss_kib("VmRSS")
         log = spanreplay.load(path, run_id)
         peak = rss_kib("VmHWM")
-        print(json.dumps({"rss_growth_mb": (peak - before) * 1024 / MB, "rss_peak_mb": peak * 1024 / MB,
-                          "events": len(log)}))
+        print(
+            json.dumps(
+                {"rss_growth_mb": (peak - before) * 1024 / MB, "rss_peak_mb": peak * 1024 / MB, "events": len(log)}
+            )
+        )
 
 
 def reset_peak_rss() -> None:
@@ -403,30 +406,70 @@ def measure(*, size_mb: int, small_mb: int, repeats: int) -> list[Figure]:
     return [
         Figure(NAME, "raw read, 1 MiB chunks", chunk_mbps, "MB/s", note=file_note),
         Figure(NAME, "raw read, line iteration", median(mbps["lines"]), "MB/s"),
-        Figure(NAME, "line iteration + run-id substring test", median(mbps["scan"]), "MB/s",
-               note="a line-by-line filter"),
+        Figure(
+            NAME, "line iteration + run-id substring test", median(mbps["scan"]), "MB/s", note="a line-by-line filter"
+        ),
         Figure(NAME, "spanreplay.load(file, run_id)", load_mbps, "MB/s", note=f"{boundaries} events of one run"),
-        Figure(NAME, "ratio load / raw chunk read", ratio_chunks, "x", goal=f">= {GOAL_RATIO:g}x",
-               met=ratio_chunks >= GOAL_RATIO, note=f"best/best {max(mbps['load']) / max(mbps['chunks']):.2f}x"),
+        Figure(
+            NAME,
+            "ratio load / raw chunk read",
+            ratio_chunks,
+            "x",
+            goal=f">= {GOAL_RATIO:g}x",
+            met=ratio_chunks >= GOAL_RATIO,
+            note=f"best/best {max(mbps['load']) / max(mbps['chunks']):.2f}x",
+        ),
         Figure(NAME, "ratio load / raw line iteration", ratio_lines, "x", note="the lenient baseline"),
-        Figure(NAME, f"load peak tracemalloc, {small_size / MB:.0f} MB file",
-               memory_small["tracemalloc_peak_mb"], "MB"),
-        Figure(NAME, f"load peak tracemalloc, {big_size / MB:.0f} MB file",
-               memory_big["tracemalloc_peak_mb"], "MB"),
-        Figure(NAME, f"load peak RSS growth, {small_size / MB:.0f} MB file", memory_small["rss_growth_mb"], "MB",
-               note=f"process peak {memory_small['rss_peak_mb']:.0f} MB"),
-        Figure(NAME, f"load peak RSS growth, {big_size / MB:.0f} MB file", memory_big["rss_growth_mb"], "MB",
-               note=f"process peak {memory_big['rss_peak_mb']:.0f} MB"),
-        Figure(NAME, "peak memory ratio big / small file", mem_ratio, "x", goal="~1x (size-independent)",
-               met=mem_ratio < 1.5, note="tracemalloc peaks"),
-        Figure(NAME, "full parse, every span (iter_spans)", median(parse_mbps["parse"]), "MB/s",
-               note=f"{small_size / MB:.0f} MB file"),
+        Figure(
+            NAME, f"load peak tracemalloc, {small_size / MB:.0f} MB file", memory_small["tracemalloc_peak_mb"], "MB"
+        ),
+        Figure(NAME, f"load peak tracemalloc, {big_size / MB:.0f} MB file", memory_big["tracemalloc_peak_mb"], "MB"),
+        Figure(
+            NAME,
+            f"load peak RSS growth, {small_size / MB:.0f} MB file",
+            memory_small["rss_growth_mb"],
+            "MB",
+            note=f"process peak {memory_small['rss_peak_mb']:.0f} MB",
+        ),
+        Figure(
+            NAME,
+            f"load peak RSS growth, {big_size / MB:.0f} MB file",
+            memory_big["rss_growth_mb"],
+            "MB",
+            note=f"process peak {memory_big['rss_peak_mb']:.0f} MB",
+        ),
+        Figure(
+            NAME,
+            "peak memory ratio big / small file",
+            mem_ratio,
+            "x",
+            goal="~1x (size-independent)",
+            met=mem_ratio < 1.5,
+            note="tracemalloc peaks",
+        ),
+        Figure(
+            NAME,
+            "full parse, every span (iter_spans)",
+            median(parse_mbps["parse"]),
+            "MB/s",
+            note=f"{small_size / MB:.0f} MB file",
+        ),
         Figure(NAME, "orjson.loads per line", median(parse_mbps["orjson"]), "MB/s"),
-        Figure(NAME, "ratio full parse / orjson.loads", parse_ratio, "x",
-               note="the plain loop opens the file with Python's default buffer"),
+        Figure(
+            NAME,
+            "ratio full parse / orjson.loads",
+            parse_ratio,
+            "x",
+            note="the plain loop opens the file with Python's default buffer",
+        ),
         Figure(NAME, "orjson.loads per line, 1 MiB buffer", median(parse_mbps["orjson_1m"]), "MB/s"),
-        Figure(NAME, "ratio full parse / orjson.loads, both with a 1 MiB buffer", parse_ratio_1m, "x",
-               note="the parse alone"),
+        Figure(
+            NAME,
+            "ratio full parse / orjson.loads, both with a 1 MiB buffer",
+            parse_ratio_1m,
+            "x",
+            note="the parse alone",
+        ),
     ]
 
 

@@ -202,26 +202,54 @@ def measure(*, calls: int, repeats: int) -> list[Figure]:
     lines, lines_note = ratio("spanreplay", "baseline_json_lines")
     unmasked, unmasked_note = ratio("spanreplay_nomask", "baseline")
     figures = [
-        Figure(NAME, "bare OTel span (SimpleSpanProcessor, no-op exporter)", base, "us/call",
-               note=noise(us["baseline"])),
-        Figure(NAME, "bare span written by the SDK's ConsoleSpanExporter to a file",
-               median(us["baseline_console_file"]), "us/call", note=noise(us["baseline_console_file"])),
-        Figure(NAME, "bare span written as one orjson line (os.write)", median(us["baseline_json_lines"]), "us/call",
-               note=noise(us["baseline_json_lines"])),
-        Figure(NAME, "spanreplay @tool, durable file on", ours, "us/call",
-               note=noise(us["spanreplay"])),
-        Figure(NAME, "spanreplay @tool, durable file on, masking off", median(us["spanreplay_nomask"]), "us/call",
-               note=noise(us["spanreplay_nomask"])),
-        Figure(NAME, "spanreplay @tool, file off", median(us["spanreplay_nofile"]), "us/call",
-               note="span + masking + codec; " + noise(us["spanreplay_nofile"])),
-        Figure(NAME, "ratio spanreplay / bare span", headline, "x", goal=f"<= {GOAL_RATIO:g}x",
-               met=headline <= GOAL_RATIO, note=headline_note),
+        Figure(
+            NAME, "bare OTel span (SimpleSpanProcessor, no-op exporter)", base, "us/call", note=noise(us["baseline"])
+        ),
+        Figure(
+            NAME,
+            "bare span written by the SDK's ConsoleSpanExporter to a file",
+            median(us["baseline_console_file"]),
+            "us/call",
+            note=noise(us["baseline_console_file"]),
+        ),
+        Figure(
+            NAME,
+            "bare span written as one orjson line (os.write)",
+            median(us["baseline_json_lines"]),
+            "us/call",
+            note=noise(us["baseline_json_lines"]),
+        ),
+        Figure(NAME, "spanreplay @tool, durable file on", ours, "us/call", note=noise(us["spanreplay"])),
+        Figure(
+            NAME,
+            "spanreplay @tool, durable file on, masking off",
+            median(us["spanreplay_nomask"]),
+            "us/call",
+            note=noise(us["spanreplay_nomask"]),
+        ),
+        Figure(
+            NAME,
+            "spanreplay @tool, file off",
+            median(us["spanreplay_nofile"]),
+            "us/call",
+            note="span + masking + codec; " + noise(us["spanreplay_nofile"]),
+        ),
+        Figure(
+            NAME,
+            "ratio spanreplay / bare span",
+            headline,
+            "x",
+            goal=f"<= {GOAL_RATIO:g}x",
+            met=headline <= GOAL_RATIO,
+            note=headline_note,
+        ),
         Figure(NAME, "ratio spanreplay, masking off / bare span", unmasked, "x", note=unmasked_note),
         Figure(NAME, "ratio spanreplay / bare span written by ConsoleSpanExporter", console, "x", note=console_note),
         Figure(NAME, "ratio spanreplay / bare span written as an orjson line", lines, "x", note=lines_note),
     ]
-    figures += peer_and_count(NAME, us, "spanreplay", "agent-rewind @rewind.tool (JSON-lines file)", rewind_note,
-                              calls=calls, repeats=repeats)
+    figures += peer_and_count(
+        NAME, us, "spanreplay", "agent-rewind @rewind.tool (JSON-lines file)", rewind_note, calls=calls, repeats=repeats
+    )
     return figures
 
 

@@ -101,15 +101,35 @@ def measure(*, calls: int, repeats: int) -> list[Figure]:
     us = {case: [ns / calls / 1000 for ns in values] for case, values in samples.items()}
     ours = median(us["tool"])
     figures = [
-        Figure(NAME, "spanreplay @tool replay", ours, "us/call", goal=f"< {GOAL_US:g} us", met=ours < GOAL_US,
-               note=noise(us["tool"])),
-        Figure(NAME, "spanreplay.boundary() replay", median(us["boundary"]), "us/call",
-               goal=f"< {GOAL_US:g} us", met=median(us["boundary"]) < GOAL_US, note=noise(us["boundary"])),
-        Figure(NAME, "floor: orjson encode input + decode output", median(us["floor"]), "us/call",
-               note="work every replay must do"),
+        Figure(
+            NAME,
+            "spanreplay @tool replay",
+            ours,
+            "us/call",
+            goal=f"< {GOAL_US:g} us",
+            met=ours < GOAL_US,
+            note=noise(us["tool"]),
+        ),
+        Figure(
+            NAME,
+            "spanreplay.boundary() replay",
+            median(us["boundary"]),
+            "us/call",
+            goal=f"< {GOAL_US:g} us",
+            met=median(us["boundary"]) < GOAL_US,
+            note=noise(us["boundary"]),
+        ),
+        Figure(
+            NAME,
+            "floor: orjson encode input + decode output",
+            median(us["floor"]),
+            "us/call",
+            note="work every replay must do",
+        ),
     ]
-    figures += peer_and_count(NAME, us, "tool", "agent-rewind @rewind.tool replay", rewind_note,
-                              calls=calls, repeats=repeats)
+    figures += peer_and_count(
+        NAME, us, "tool", "agent-rewind @rewind.tool replay", rewind_note, calls=calls, repeats=repeats
+    )
     return figures
 
 

@@ -57,8 +57,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         json.dump([vars(f) for f in figures], sys.stdout, indent=1)
         print()
     else:
-        print(f"spanreplay benchmarks on {platform.python_implementation()} {platform.python_version()}, "
-              f"{platform.machine()}{' (quick: not a measurement)' if args.quick else ''}")
+        print(
+            f"spanreplay benchmarks on {platform.python_implementation()} {platform.python_version()}, "
+            f"{platform.machine()}{' (quick: not a measurement)' if args.quick else ''}"
+        )
         print(table(figures))
     return 1 if failed else 0
 

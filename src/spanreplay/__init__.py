@@ -61,6 +61,7 @@ def instrument_anthropic(**kwargs: _typing.Any) -> _typing.Any:
 
     return _instrument(**kwargs)
 
+
 __all__ = [
     "ConfigurationError",
     "DifferentCallError",

@@ -96,6 +96,7 @@ def end_run(run: Run, exc_info: ExcInfo) -> None:
             f"({run.engine.served} of {len(run.events)} recorded steps served).\n"
         )
 
+
 class RootSpanEnd(SpanProcessor):
     """Ends a trace's run when the trace's local root span ends (one whose parent is absent or remote)."""
 
