@@ -69,6 +69,11 @@ def noise(values: Sequence[float]) -> str:
     return f"best {format_value(min(values))}, spread {spread(values):.0%}"
 
 
+def timed(name: str, metric: str, samples: Sequence[float], unit: str = "us/call") -> Figure:
+    """The row for a timed case: its median, with its best repeat and spread as the note."""
+    return Figure(name, metric, median(samples), unit, note=noise(samples))
+
+
 def peer_and_count(
     name: str, us: dict[str, list[float]], ours: str, metric: str, rewind_note: str, *, calls: int, repeats: int
 ) -> list[Figure]:

@@ -27,7 +27,7 @@ from typing import Any
 
 import anthropic
 import vcr
-from _common import Case, Figure, emit, interleaved, median, noise, parse_args
+from _common import Case, Figure, emit, interleaved, median, parse_args, timed
 
 import spanreplay
 from spanreplay.instrumentation.anthropic import AnthropicInstrumentor
@@ -183,58 +183,20 @@ def measure(*, calls: int, repeats: int, network_calls: int) -> list[Figure]:
     cold, cold_note = ratio("vcrpy_cold", "spanreplay_cold")
     overhead = [r / p for r, p in zip(per_call["recorded"], per_call["plain"], strict=True)]
     figures = [
-        Figure(
+        timed(
             NAME,
             f"spanreplay replay, {size_kb:.0f} KB conversation, log loaded, one run of {calls} calls",
-            median(per_call["spanreplay_hot"]),
-            "us/call",
-            note=noise(per_call["spanreplay_hot"]),
+            per_call["spanreplay_hot"],
         ),
-        Figure(
-            NAME,
-            f"vcrpy playback, cassette loaded, played {calls} times",
-            median(per_call["vcrpy_hot"]),
-            "us/call",
-            note=noise(per_call["vcrpy_hot"]),
-        ),
+        timed(NAME, f"vcrpy playback, cassette loaded, played {calls} times", per_call["vcrpy_hot"]),
         Figure(NAME, "speed-up over vcrpy, loaded", hot, "x", goal=f">= {GOAL:g}x", met=hot >= GOAL, note=hot_note),
-        Figure(
-            NAME,
-            "spanreplay replay, log loaded, a replay run opened per call",
-            median(per_call["spanreplay_run_each"]),
-            "us/call",
-            note=noise(per_call["spanreplay_run_each"]),
-        ),
+        timed(NAME, "spanreplay replay, log loaded, a replay run opened per call", per_call["spanreplay_run_each"]),
         Figure(NAME, "speed-up over vcrpy loaded, a replay run per call", each, "x", note=each_note),
-        Figure(
-            NAME,
-            "spanreplay replay, trace file opened per call",
-            median(per_call["spanreplay_cold"]),
-            "us/call",
-            note=noise(per_call["spanreplay_cold"]),
-        ),
-        Figure(
-            NAME,
-            "vcrpy playback, cassette opened per call",
-            median(per_call["vcrpy_cold"]),
-            "us/call",
-            note=noise(per_call["vcrpy_cold"]),
-        ),
+        timed(NAME, "spanreplay replay, trace file opened per call", per_call["spanreplay_cold"]),
+        timed(NAME, "vcrpy playback, cassette opened per call", per_call["vcrpy_cold"]),
         Figure(NAME, "speed-up over vcrpy, opened per call", cold, "x", note=cold_note),
-        Figure(
-            NAME,
-            "call to the local server, uninstrumented",
-            median(per_call["plain"]),
-            "us/call",
-            note=noise(per_call["plain"]),
-        ),
-        Figure(
-            NAME,
-            "call to the local server, recorded in a run",
-            median(per_call["recorded"]),
-            "us/call",
-            note=noise(per_call["recorded"]),
-        ),
+        timed(NAME, "call to the local server, uninstrumented", per_call["plain"]),
+        timed(NAME, "call to the local server, recorded in a run", per_call["recorded"]),
         Figure(NAME, "record overhead ratio", median(overhead), "x", note="median of per-repeat ratios"),
         Figure(NAME, "replayed calls per repeat x repeats", calls * repeats, "calls", note=f"{calls} x {repeats}"),
     ]

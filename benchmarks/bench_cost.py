@@ -20,7 +20,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from _common import Case, Figure, emit, interleaved, median, noise, parse_args
+from _common import Case, Figure, emit, interleaved, median, parse_args, timed
 from opentelemetry.sdk.trace import TracerProvider
 
 import spanreplay
@@ -121,7 +121,7 @@ def measure(*, runs: int, turns: int, repeats: int) -> list[Figure]:
             summary_ratio <= GOAL_SUMMARY,
             f"{runs * turns:,} model calls",
         ),
-        Figure(NAME, "summarize()", median(summary_ms), "ms", note=noise(summary_ms)),
+        timed(NAME, "summarize()", summary_ms, unit="ms"),
         Figure(NAME, "summarize() throughput", spans / (median(summary_ms) / 1000), "spans/s"),
     ]
 

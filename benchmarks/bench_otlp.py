@@ -29,7 +29,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from _common import QUERY, Case, Figure, emit, interleaved, lookup_plain, median, noise, parse_args
+from _common import QUERY, Case, Figure, emit, interleaved, lookup_plain, median, parse_args, timed
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 
@@ -113,14 +113,10 @@ def measure(*, calls: int, repeats: int, idle: float) -> list[Figure]:
             raise RuntimeError(f"{mode}: {counted} for {made} spans; the figures would not mean what they say")
 
     us = {mode: [ns / calls / 1000 for ns in values] for mode, values in samples.items()}
-    figures = [
-        Figure(NAME, "agent latency per boundary, OTLP off", median(us["off"]), "us/call", note=noise(us["off"]))
-    ]
+    figures = [timed(NAME, "agent latency per boundary, OTLP off", us["off"])]
     for mode in processors:
         ratio = [a / b for a, b in zip(us[mode], us["off"], strict=True)]
-        figures.append(
-            Figure(NAME, f"agent latency per boundary, {mode}", median(us[mode]), "us/call", note=noise(us[mode]))
-        )
+        figures.append(timed(NAME, f"agent latency per boundary, {mode}", us[mode]))
         figures.append(
             Figure(
                 NAME,

@@ -27,7 +27,7 @@ import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
-from _common import QUERY, Case, Figure, emit, interleaved, lookup_plain, median, noise, parse_args, spread
+from _common import QUERY, Case, Figure, emit, interleaved, lookup_plain, median, noise, parse_args, spread, timed
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 
@@ -133,12 +133,8 @@ def measure(*, calls: int, repeats: int) -> list[Figure]:
             "us/call",
             note="durable file on; " + noise(us["off"]),
         ),
-        Figure(
-            NAME, "agent latency per boundary, per step", median(us["per step"]), "us/call", note=noise(us["per step"])
-        ),
-        Figure(
-            NAME, "agent latency per boundary, batched", median(us["batched"]), "us/call", note=noise(us["batched"])
-        ),
+        timed(NAME, "agent latency per boundary, per step", us["per step"]),
+        timed(NAME, "agent latency per boundary, batched", us["batched"]),
         Figure(NAME, "latency ratio per step / off", median(sync_ratio), "x", note="median of per-repeat ratios"),
         Figure(NAME, "latency ratio batched / off", median(batch_ratio), "x", note="median of per-repeat ratios"),
         Figure(NAME, "calls per repeat x repeats", calls * repeats, "calls", note=f"{calls} x {repeats}"),

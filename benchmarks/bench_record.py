@@ -34,6 +34,7 @@ from _common import (
     noise,
     parse_args,
     peer_and_count,
+    timed,
 )
 from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
@@ -205,28 +206,10 @@ def measure(*, calls: int, repeats: int) -> list[Figure]:
         Figure(
             NAME, "bare OTel span (SimpleSpanProcessor, no-op exporter)", base, "us/call", note=noise(us["baseline"])
         ),
-        Figure(
-            NAME,
-            "bare span written by the SDK's ConsoleSpanExporter to a file",
-            median(us["baseline_console_file"]),
-            "us/call",
-            note=noise(us["baseline_console_file"]),
-        ),
-        Figure(
-            NAME,
-            "bare span written as one orjson line (os.write)",
-            median(us["baseline_json_lines"]),
-            "us/call",
-            note=noise(us["baseline_json_lines"]),
-        ),
+        timed(NAME, "bare span written by the SDK's ConsoleSpanExporter to a file", us["baseline_console_file"]),
+        timed(NAME, "bare span written as one orjson line (os.write)", us["baseline_json_lines"]),
         Figure(NAME, "spanreplay @tool, durable file on", ours, "us/call", note=noise(us["spanreplay"])),
-        Figure(
-            NAME,
-            "spanreplay @tool, durable file on, masking off",
-            median(us["spanreplay_nomask"]),
-            "us/call",
-            note=noise(us["spanreplay_nomask"]),
-        ),
+        timed(NAME, "spanreplay @tool, durable file on, masking off", us["spanreplay_nomask"]),
         Figure(
             NAME,
             "spanreplay @tool, file off",
