@@ -36,9 +36,10 @@ __all__ = ["Gate", "HyperscanGate", "Located", "PythonGate", "hyperscan_availabl
 # What a gate says about a payload's strings, joined: the detectors to ask (by
 # index) and, for a RegexDetector, each pattern's windows over the joined
 # strings (None: scan them whole; empty: nothing to find). A detector mapped to
-# None is asked about all of them. Only a prefilter's boundary (``after()``,
-# ``before()``) can take the NUL that joins them, so a prefilter match reaches at
-# most the separator on either side of its string, never into the next string.
+# None is asked about all of them. In a built-in prefilter only a boundary
+# (``after()``, ``before()``) can take the NUL that joins them, so its matches
+# reach at most the separator on either side of a string; a prefilter of your own
+# that matches across one only widens the windows, which still cover every hit.
 Located = dict[int, tuple[Sequence[Window] | None, ...] | None]
 
 
