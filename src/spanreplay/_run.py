@@ -315,6 +315,8 @@ class RecordingRun(Run):
         self._masking: MaskingSession | None = None
         # A model call's input repeats the conversation so far: written as a reference to the last one.
         self._inputs = _codec.InputHistory()
+        # (kind, key) -> what each of its spans starts with (see _boundary).
+        self._boundaries: dict[tuple[str, str], tuple[str, SpanKind, dict[str, Any]]] = {}
 
     def __enter__(self) -> RecordingRun:
         ctx: otel_context.Context | None = None
@@ -471,20 +473,17 @@ class RecordingRun(Run):
         extra: dict[str, Any] | None,
     ) -> tuple[trace.Span | None, _Scope]:
         try:
+            boundary = self._boundaries.get((kind, key))
+            if boundary is None:
+                boundary = self._boundary(kind, key)
+            name, span_kind, constant = boundary
             # Extra attributes go first: past its count limit the SDK evicts the oldest,
             # and losing a GenAI attribute is better than losing the replay payload.
-            attributes: dict[str, Any] = {
-                **(extra or {}),
-                sc.RUN_ID: self.run_id,
-                sc.SEQ: seq,
-                sc.CALL_ID: call_id,
-                sc.KIND: kind,
-                sc.KEY: key,
-                sc.SCHEMA: sc.SCHEMA_VERSION,
-            }
-            if kind == sc.KIND_TOOL:
-                attributes[sc.GEN_AI_OPERATION_NAME] = sc.OPERATION_EXECUTE_TOOL
-                attributes[sc.GEN_AI_TOOL_NAME] = key
+            # Copying the boundary's attributes keeps their order; the seq and call id
+            # then fill the slots held for them.
+            attributes: dict[str, Any] = {**extra, **constant} if extra else constant.copy()
+            attributes[sc.SEQ] = seq
+            attributes[sc.CALL_ID] = call_id
             input, data, masked = self._masked_payload(kind, key, "input", input, _codec.encode_input)
             self._inputs.add_input(attributes, kind, key, seq, input, data)
             if masked:
@@ -492,15 +491,42 @@ class RecordingRun(Run):
             if extra:  # the only way message content gets here
                 self._mask_content(kind, key, attributes)
             span = self._tracer.start_span(
-                sc.boundary_span_name(kind, key),
+                name,
                 context=scope.context,
-                kind=SpanKind.CLIENT if kind == sc.KIND_MODEL else SpanKind.INTERNAL,
+                kind=span_kind,
                 attributes=attributes,
             )
             return span, _Scope(self, call_id, trace.set_span_in_context(span))
         except Exception:
             self._internal_failure(f"start the span of {kind} {key!r}")
             return None, _Scope(self, call_id, scope.context)
+
+    def _boundary(self, kind: str, key: str) -> tuple[str, SpanKind, dict[str, Any]]:
+        """A boundary's span name, span kind and the attributes every call of it starts with.
+
+        The same for each call of one kind and key in a run: made once, copied per call.
+        The seq and call id are held in their place (filled in per call) so the
+        attributes keep the order the trace file has always written them in.
+        """
+        constant: dict[str, Any] = {
+            sc.RUN_ID: self.run_id,
+            sc.SEQ: 0,
+            sc.CALL_ID: "",
+            sc.KIND: kind,
+            sc.KEY: key,
+            sc.SCHEMA: sc.SCHEMA_VERSION,
+        }
+        if kind == sc.KIND_TOOL:
+            constant[sc.GEN_AI_OPERATION_NAME] = sc.OPERATION_EXECUTE_TOOL
+            constant[sc.GEN_AI_TOOL_NAME] = key
+        boundary = (
+            sc.boundary_span_name(kind, key),
+            SpanKind.CLIENT if kind == sc.KIND_MODEL else SpanKind.INTERNAL,
+            constant,
+        )
+        if len(self._boundaries) < 1024:  # a run with ever new keys does not grow it without end
+            self._boundaries[(kind, key)] = boundary
+        return boundary
 
     def _finish(
         self,
