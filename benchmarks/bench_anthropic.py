@@ -9,7 +9,9 @@
    call: each call loads the trace file, or the cassette file, again. Goal:
    spanreplay at least 20x faster.
 2. Record overhead: the same call against the local Messages API server on
-   127.0.0.1, recorded inside a run (durable file on) versus uninstrumented.
+   127.0.0.1, recorded (durable file on) versus uninstrumented: the calls of one
+   run (the figure), and a run opened and closed around each call (its trace
+   file created, its run span written).
 
     python benchmarks/bench_anthropic.py [--quick] [--json]
 """
@@ -115,10 +117,16 @@ def measure(*, calls: int, repeats: int, network_calls: int) -> list[Figure]:
             with spanreplay.record(agent="bench-record"):
                 return client.messages.create(**request)
 
+        @contextmanager
+        def recording() -> Iterator[None]:
+            with instrumented(), spanreplay.record(agent="bench-record-many"):
+                yield
+
         network = interleaved(
             {
                 "plain": batch(network_calls, lambda: plain_client.messages.create(**request)),
-                "recorded": batch(network_calls, record_call, instrumented),
+                "recorded": batch(network_calls, lambda: client.messages.create(**request), recording),
+                "recorded_run_each": batch(network_calls, record_call, instrumented),
             },
             repeats=max(3, repeats // 3),
         )
@@ -182,6 +190,7 @@ def measure(*, calls: int, repeats: int, network_calls: int) -> list[Figure]:
     each, each_note = ratio("vcrpy_hot", "spanreplay_run_each")
     cold, cold_note = ratio("vcrpy_cold", "spanreplay_cold")
     overhead = [r / p for r, p in zip(per_call["recorded"], per_call["plain"], strict=True)]
+    overhead_each = [r / p for r, p in zip(per_call["recorded_run_each"], per_call["plain"], strict=True)]
     figures = [
         timed(
             NAME,
@@ -196,8 +205,16 @@ def measure(*, calls: int, repeats: int, network_calls: int) -> list[Figure]:
         timed(NAME, "vcrpy playback, cassette opened per call", per_call["vcrpy_cold"]),
         Figure(NAME, "speed-up over vcrpy, opened per call", cold, "x", note=cold_note),
         timed(NAME, "call to the local server, uninstrumented", per_call["plain"]),
-        timed(NAME, "call to the local server, recorded in a run", per_call["recorded"]),
+        timed(NAME, "call to the local server, recorded, the calls of one run", per_call["recorded"]),
         Figure(NAME, "record overhead ratio", median(overhead), "x", note="median of per-repeat ratios"),
+        timed(NAME, "call to the local server, recorded, a run opened per call", per_call["recorded_run_each"]),
+        Figure(
+            NAME,
+            "record overhead ratio, a run per call",
+            median(overhead_each),
+            "x",
+            note="median of per-repeat ratios",
+        ),
         Figure(NAME, "replayed calls per repeat x repeats", calls * repeats, "calls", note=f"{calls} x {repeats}"),
     ]
     return figures
