@@ -4,7 +4,7 @@ Each function that a detector runs once per candidate is written out for speed
 (bytes tables, set lookups, fewer calls). The references here are the textbook
 forms, kept short and obvious: Luhn digit by digit, mod 97 on the rearranged
 IBAN, ``ipaddress`` for IPv6, and the search loop of ``Pattern.spans`` and the
-email detector as they read before their short paths. Hypothesis feeds both
+email detector as they read before. Hypothesis feeds both
 well-formed values and the malformed text around them.
 """
 
@@ -457,7 +457,7 @@ def test_ipv6_refine_matches_the_reference(text: str) -> None:
 # --- Pattern.spans and the email detector ------------------------------------------------------
 
 PATTERNS = [(d.name, i, p) for d in BUILTIN_DETECTORS if isinstance(d, RegexDetector) for i, p in enumerate(d.patterns)]
-# Patterns of one's own take the same loops: a plain one whose check turns down hits
+# Patterns of one's own take the same loop: a plain one whose check turns down hits
 # that a match one character on would make, one with a group, one with a refine, and
 # one of unbounded width.
 PATTERNS += [
@@ -480,8 +480,8 @@ def windows_in(draw: st.DrawFn, n: int) -> list[tuple[int, int]]:
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data(), TEXTS)
 def test_pattern_spans_follows_its_documented_steps(data: st.DataObject, text: str) -> None:
-    # Every built-in pattern, in any windows (not only those a prefilter gives): the
-    # short loop for plain patterns takes the same steps as the general one.
+    # Every built-in pattern, in any windows (not only those a prefilter gives),
+    # takes the steps the docstring of Pattern.spans describes.
     windows = data.draw(windows_in(len(text)))
     for name, i, pattern in PATTERNS:
         assert pattern.spans(text) == spans_reference(pattern, text, None), (name, i)
@@ -491,7 +491,7 @@ def test_pattern_spans_follows_its_documented_steps(data: st.DataObject, text: s
 def test_pattern_spans_re_matches_a_hit_cut_by_its_window() -> None:
     # In a window that ends inside a run of 20 digits, the card expression sees a
     # card of 16 digits end at the cut; matched again against the whole text, it is
-    # none, in the short loop as in the general one.
+    # none.
     (pattern,) = _builtin("payment_card").patterns
     text = "card 4111111111111111" + "1111" + " ok"
     assert pattern.spans(text) == []

@@ -208,35 +208,6 @@ class Pattern:
         shortest = self._min_width or 1
         last = 0
         found: list[Span] = []
-        if not group and refine is None and extent is not None and self._min_width > 0:
-            # The common case, written out on its own (it runs once per window of a
-            # PII-dense payload): the hit is the whole match, never empty, there is no
-            # refine, and the width is bounded, so the cut is the window's end. The
-            # steps are those of the loop below.
-            for a, b in windows if windows is not None else ((0, n),):
-                pos = a if a > last else last
-                cut = b if b < n else n
-                while b - pos >= shortest:
-                    match = search(text, pos, cut)
-                    if match is None:
-                        break
-                    hit = match.span()
-                    at = hit[0]
-                    if at >= b:
-                        break
-                    if at + extent > cut and cut < n:  # the first test is the one that fails
-                        match = rematch(text, at)
-                        if match is None:
-                            pos = at + 1
-                            continue
-                        hit = match.span()
-                    # A plain pattern's matches are never empty (shortest > 0).
-                    if check is None or check(text[at : hit[1]]):
-                        found.append(hit)
-                        last = pos = hit[1]
-                        continue
-                    pos = at + 1
-            return found
         reach = self.reach or 0
         # An expression of unbounded width searches each window with the text cut
         # ``reach`` past the window's end: a match that starts inside the window then
