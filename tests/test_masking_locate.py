@@ -18,8 +18,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from spanreplay.masking import Masker, MaskingConfig, Pattern, RegexDetector
-from spanreplay.masking._engine import HyperscanGate, _length_before, _unescaped, _windows, _windows_before
-from spanreplay.masking._joined import join
+from spanreplay.masking._engine import HyperscanGate, _unescaped, _windows, _windows_before
 from test_masking_pipeline import FAST, PYTHON, needs_hyperscan
 from test_masking_samples import FILLER, planted
 
@@ -78,33 +77,6 @@ def test_windows_from_ends_hold_the_windows_of_the_matches_starts(
     wide = _windows_before([end for _, end in matches], width + reach, reach, n)
     for a, b in _windows(list(matches), reach, n):
         assert any(lo <= a and b <= hi for lo, hi in wide), (a, b, wide)
-
-
-def reference_length_before(joined: str, end: int) -> int:
-    pos = min(end, len(joined)) - 1
-    if pos >= 0 and joined[pos] == "\x00":
-        pos -= 1
-    if pos < 0 or joined[pos] == "\x00":
-        return 0
-    lo = hi = pos
-    while lo > 0 and joined[lo - 1] != "\x00":
-        lo -= 1
-    while hi + 1 < len(joined) and joined[hi + 1] != "\x00":
-        hi += 1
-    return hi - lo + 1
-
-
-@settings(max_examples=300)
-@given(st.lists(st.text(alphabet="ab\x00", max_size=8), min_size=1, max_size=6), st.data())
-def test_the_length_before_a_match_end_is_a_lower_bound_of_its_texts(texts: list[str], data: st.DataObject) -> None:
-    joined = join(texts)
-    if not joined:
-        return
-    end = data.draw(st.integers(1, len(joined) + 1))  # one past: the NUL after the last text
-    length = _length_before(joined, end)
-    assert length == reference_length_before(joined, end)
-    # No text is shorter than the run of it that holds the match's last character.
-    assert length <= max(map(len, texts))
 
 
 # --- the gate's widths and flags ---------------------------------------------------------------

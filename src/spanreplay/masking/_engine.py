@@ -28,7 +28,6 @@ from typing import Any, Final, Protocol
 
 from ..errors import ConfigurationError
 from ._detectors import AFTER_ESCAPED, AFTER_PLAIN, Detector, Pattern, RegexDetector, Window
-from ._joined import SEPARATOR
 from ._regex import _UNBOUNDED, _parser
 
 __all__ = ["Gate", "HyperscanGate", "Located", "PythonGate", "hyperscan_available", "make_gate"]
@@ -315,10 +314,7 @@ class HyperscanGate:
             return self._python.locate(texts, joined, among)
         wanted = set(among)
         n = len(joined)
-        # The longest text's length, or less until it is needed: a detector is asked
-        # only when some text is at least its ``min_length`` long.
-        exact = len(texts) == 1
-        longest = n if exact else 0
+        longest = n if len(texts) == 1 else max(map(len, texts))
         minimum = self._min
         leads = self._leads
         out: Located = {}
@@ -326,17 +322,8 @@ class HyperscanGate:
             if not matched:
                 continue
             i, j = self._targets[pattern_id]
-            if i not in wanted:
+            if i not in wanted or longest < minimum[i]:
                 continue
-            if longest < minimum[i]:
-                # The text a match ends in often settles it (two searches in C, where
-                # the lengths of a thousand texts cost a hundred times more).
-                longest = max(longest, _length_before(joined, matched[0]))
-                if longest < minimum[i] and not exact:
-                    longest = max(map(len, texts))
-                    exact = True
-                if longest < minimum[i]:
-                    continue
             if j < 0:
                 out[i] = None
                 continue
@@ -415,20 +402,6 @@ def _windows_before(ends: list[int], lead: int, reach: int, n: int) -> list[Wind
     if last > n:
         out[-1] = (out[-1][0], n)
     return out
-
-
-def _length_before(joined: str, end: int) -> int:
-    """The length of the stretch of ``joined`` between NULs that holds the last
-    character before ``end`` other than a NUL (a prefilter's boundary may take the
-    NUL after a text, the last one's included). It lies within one text: a lower
-    bound on that text's length."""
-    last = min(end, len(joined)) - 1
-    if last >= 0 and joined[last] == SEPARATOR:
-        last -= 1
-    if last < 0 or joined[last] == SEPARATOR:
-        return 0
-    stop = joined.find(SEPARATOR, last)
-    return (len(joined) if stop < 0 else stop) - joined.rfind(SEPARATOR, 0, last) - 1
 
 
 def hyperscan_available() -> bool:
