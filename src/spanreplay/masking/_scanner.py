@@ -13,7 +13,7 @@ normalization and keyed hash.
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right
+from bisect import bisect_right
 from collections.abc import Sequence
 from typing import Final
 
@@ -209,7 +209,7 @@ class Scanner:
         One pass over the findings: a text's findings are those before the next text
         starts, so no text's findings are cut out into a list of their own."""
         if source.find("<") != -1:
-            found = _outside_placeholders(source, starts, found)
+            found = _outside_placeholders(source, found)
         constant = self._constant
         remembered = self._remembered
         make = self._token
@@ -284,39 +284,21 @@ class Scanner:
         return token
 
 
-def _outside_placeholders(source: str, starts: list[int], found: list[Finding]) -> list[Finding]:
-    """The findings that overlap no placeholder already in their text (both sorted).
-
-    ``source`` is texts joined with NUL, starting at ``starts``. No placeholder holds a
-    NUL, so those found in the whole are those found in each text alone, and a finding
-    can overlap only those in its own text: only the findings of texts that hold a
-    placeholder are looked at, one sweep per text."""
+def _outside_placeholders(source: str, found: list[Finding]) -> list[Finding]:
+    """The findings that overlap no placeholder already in ``source`` (one sweep, both
+    sorted). ``source`` may be texts joined with NUL: no placeholder holds a NUL, so a
+    finding can overlap only those in its own text."""
     taken = [m.span() for m in PLACEHOLDER.finditer(source)]
     if not taken:
         return found
     kept: list[Finding] = []
-    done = 0  # the findings before this one are settled
-    t = 0
-    while t < len(taken):
-        k = bisect_right(starts, taken[t][0]) - 1
-        lo = starts[k]
-        following = starts[k + 1]
-        u = t + 1
-        while u < len(taken) and taken[u][0] < following:
-            u += 1
-        first = bisect_left(found, (lo,), done)
-        last = bisect_left(found, (following,), first)
-        kept += found[done:first]
-        j = t
-        for finding in found[first:last]:
-            start, _, end = finding
-            # Placeholders are apart and sorted: skip those that end before this finding starts.
-            while j < u and taken[j][1] <= start:
-                j += 1
-            if j < u and taken[j][0] < end:
-                continue
-            kept.append(finding)
-        done = last
-        t = u
-    kept += found[done:]
+    j = 0
+    for finding in found:
+        start, _, end = finding
+        # Placeholders are apart and sorted: skip those that end before this finding starts.
+        while j < len(taken) and taken[j][1] <= start:
+            j += 1
+        if j < len(taken) and taken[j][0] < end:
+            continue
+        kept.append(finding)
     return kept
