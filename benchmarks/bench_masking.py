@@ -23,6 +23,12 @@ Adversarial inputs (one 40 KB string each: an unbroken hex run, a digit run,
 baseline's time on the hex run shows the quadratic backtracking they guard
 against. Also: masking a 60-turn conversation turn by turn, with a session
 (each message masked once) and without one.
+
+Goals: 200 MB/s on clean payloads and 50 MB/s on dense ones, where plain ``re``
+runs the combined detector set at 10 MB/s: read, as every goal here, as ratios
+to the baseline measured beside it (at least 20x and 5x). The last row times the
+issue's anchor for its machine's speed (a textbook email pattern over the 40 KB
+hex run, 885 ms there), to show how this machine compares.
 """
 
 from __future__ import annotations
@@ -41,8 +47,17 @@ from spanreplay.masking._checks import card_ok, iban_ok
 
 NAME = "masking"
 SIZE = 40_000
+# The goals, as the issue states them: 200 MB/s on clean payloads and 50 MB/s on
+# PII-dense ones, where plain ``re`` runs its combined detector set at 10 MB/s.
+# Absolute speed is the machine's; the ratio to the baseline run beside it is what
+# is compared (20x and 5x).
 GOAL_CLEAN_MBS = 200.0
 GOAL_DENSE_MBS = 50.0
+GOAL_BASELINE_MBS = 10.0
+# The issue's anchor for its machine's speed: a textbook email pattern, 885 ms with
+# plain ``re`` on a 40 KB unbroken hex run (it backtracks quadratically there).
+TEXTBOOK_EMAIL = r"[a-zA-Z0-9._%+-]+@[a-zA-Z0-9.-]+\.[a-zA-Z]{2,}"
+TEXTBOOK_EMAIL_MS = 885.0
 
 _PROSE = (
     "the customer asked about their order status and we replied with tracking details please wait "
@@ -237,10 +252,11 @@ def _spread(ns: Sequence[int]) -> str:
     return f"{noise([n / 1000 for n in ns])} us per payload"
 
 
-def measure(*, loops: int, repeats: int) -> list[Figure]:
+def measure(*, loops: int, repeats: int, quick: bool = False) -> list[Figure]:
     engines = {"python": Masker(MaskingConfig(engine="python", key="bench-key"))}
     if hyperscan_available():
         engines["hyperscan"] = Masker(MaskingConfig(engine="hyperscan", key="bench-key"))
+    best = "hyperscan" if "hyperscan" in engines else "python"  # what engine="auto" takes
     payloads: dict[str, Any] = {
         "clean": conversation(1, dense=False),
         "dense": conversation(2, dense=True),
@@ -255,23 +271,24 @@ def measure(*, loops: int, repeats: int) -> list[Figure]:
         cases: dict[str, Case] = {"re": _timed(lambda p=payload: baseline_mask(p), loops)}
         for name, masker in engines.items():
             cases[name] = _timed(lambda m=masker, p=payload: m.mask("model", "bench", p), loops)
-        best = "hyperscan" if "hyperscan" in engines else "python"
         if findings:
             cases["first sight"] = _timed(lambda m=engines[best], p=payload: _first_sight(m, p), loops)
         samples = interleaved(cases, repeats=repeats)
         rates = {name: _mbs(size, ns) for name, ns in samples.items()}
-        goal = GOAL_CLEAN_MBS if label == "clean" else GOAL_DENSE_MBS
+        goal = (GOAL_CLEAN_MBS if label == "clean" else GOAL_DENSE_MBS) / GOAL_BASELINE_MBS
         for name in engines:
-            ours = median(rates[name])
             ratios = [a / b for a, b in zip(rates[name], rates["re"], strict=True)]
+            # The goal is the default engine's (hyperscan where it installs); the
+            # pure-Python one is the fallback that gives the same results.
+            judged = label != "records" and name == best
             figures.append(
                 Figure(
                     NAME,
                     f"{label} {size // 1000} KB, {name} engine",
-                    ours,
+                    median(rates[name]),
                     "MB/s",
-                    goal=f">= {goal:g} MB/s" if label != "records" else "",
-                    met=ours >= goal if label != "records" else None,
+                    goal=f">= {goal:g}x plain re" if judged else "",
+                    met=median(ratios) >= goal if judged else None,
                     note=f"{median(ratios):.1f}x plain re; {findings} findings; " + _spread(samples[name]),
                 )
             )
@@ -313,9 +330,25 @@ def measure(*, loops: int, repeats: int) -> list[Figure]:
             )
         )
 
-    best = engines.get("hyperscan", engines["python"])
-    figures.extend(_turns(best, turns=60))
+    figures.extend(_turns(engines[best], turns=60))
+    if not quick:
+        figures.append(_machine_speed())
     return figures
+
+
+def _machine_speed() -> Figure:
+    """This machine's speed against the one the goals were written on, by the issue's
+    own anchor: one run of the textbook email pattern over the 40 KB hex run."""
+    start = time.perf_counter_ns()
+    re.findall(TEXTBOOK_EMAIL, ADVERSARIAL["hex run"])
+    ms = (time.perf_counter_ns() - start) / 1e6
+    return Figure(
+        NAME,
+        "machine: textbook email pattern, 40 KB hex run, plain re",
+        ms,
+        "ms",
+        note=f"{ms / TEXTBOOK_EMAIL_MS:.1f}x the {TEXTBOOK_EMAIL_MS:g} ms of the machine the goals' MB/s were set on",
+    )
 
 
 def _first_sight(masker: Masker, payload: Any) -> None:
@@ -382,7 +415,7 @@ def _turns(masker: Masker, *, turns: int) -> list[Figure]:
 def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(__doc__.splitlines()[0], argv)
     loops, repeats = (2, 3) if args.quick else (10, 15)
-    emit(measure(loops=loops, repeats=repeats), as_json=args.json)
+    emit(measure(loops=loops, repeats=repeats, quick=args.quick), as_json=args.json)
 
 
 if __name__ == "__main__":
