@@ -543,20 +543,17 @@ class RecordingRun(Run):
         try:
             attributes: dict[str, Any] = {sc.AWAITED: True} if awaited else {}
             if exc is None:
-                _, data, masked = self._masked_payload(kind, key, "output", result, _codec.encode_output)
-                _codec.add_payload(attributes, sc.OUTPUT, data)
-                if masked:
-                    attributes[sc.OUTPUT + sc.MASKED_SUFFIX] = masked
-                span.set_attributes(attributes)
+                part, name, value = "output", sc.OUTPUT, result
             else:
-                _, data, masked = self._masked_payload(
-                    kind, key, "error", _codec.error_record(exc), _codec.encode_output
-                )
-                _codec.add_payload(attributes, sc.ERROR, data)
-                if masked:
-                    attributes[sc.ERROR + sc.MASKED_SUFFIX] = masked
+                part, name, value = "error", sc.ERROR, _codec.error_record(exc)
+            _, data, masked = self._masked_payload(kind, key, part, value, _codec.encode_output)
+            _codec.add_payload(attributes, name, data)
+            if masked:
+                attributes[name + sc.MASKED_SUFFIX] = masked
+            if exc is not None:
                 attributes[sc.ERROR_TYPE] = type(exc).__qualname__
-                span.set_attributes(attributes)
+            span.set_attributes(attributes)
+            if exc is not None:
                 span.set_status(Status(StatusCode.ERROR, type(exc).__qualname__))
             span.end()
         except Exception:
