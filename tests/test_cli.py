@@ -566,9 +566,9 @@ def test_an_unknown_schema_version_names_the_span_and_the_upgrade(agent: ModuleT
     run_id = record(agent)
     path = trace_dir / f"{run_id}.jsonl"
     text = path.read_text()
-    version_one = '{"key":"spanreplay.schema_version","value":{"intValue":"1"}}'
-    assert version_one in text
-    path.write_text(text.replace(version_one, version_one.replace('"1"', '"99"')))
+    current = '{"key":"spanreplay.schema_version","value":{"intValue":"3"}}'
+    assert current in text
+    path.write_text(text.replace(current, current.replace('"3"', '"99"')))
     for args in (["show", "traces", run_id], ["replay", "traces", run_id, "--entry", f"{agent.__name__}:main"]):
         assert_bad_input(invoke(*args), "schema version 99", "pip install -U spanreplay", f"traces/{run_id}.jsonl")
 

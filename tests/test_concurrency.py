@@ -102,11 +102,12 @@ def test_gather_takes_call_ids_in_call_order_not_completion_order(trace_dir: Pat
     run_id, _ = _record_async(6)
     log = spanreplay.load(trace_dir, run_id)
     tools = {e.call_id: e for e in log if e.kind == "tool"}
-    assert {cid: e.input for cid, e in tools.items()} == {f"tool:fetch#{n}": {"n": n} for n in range(6)}
+    # Each task of the gather is a branch of the run, numbered in the order gather started them.
+    assert {cid: e.input for cid, e in tools.items()} == {f"branch:fetch#{n}/tool:fetch#0": {"n": n} for n in range(6)}
     ended = sorted(tools.values(), key=lambda e: e.end_ns)
     assert [e.call_id for e in ended] != sorted(tools), "the delays should have reordered completion"
     nested = sorted(e.call_id for e in log if e.kind == "clock")
-    assert nested == sorted(f"tool:fetch#{n}/clock:now#0" for n in range(6))
+    assert nested == sorted(f"branch:fetch#{n}/tool:fetch#0/clock:now#0" for n in range(6))
 
 
 def test_nested_boundaries_are_served_with_their_parent(trace_dir: Path) -> None:
@@ -195,7 +196,10 @@ def test_a_tool_that_fans_out_to_threads_with_its_context_nests_their_calls(trac
     with spanreplay.record() as run:
         recorded = research([1, 2, 3, 4])
     log = spanreplay.load(trace_dir, run.run_id)
-    assert sorted(e.call_id for e in log if e.parent_call_id) == [f"tool:research#0/tool:lookup#{n}" for n in range(4)]
+    # Each submit is a branch of research, numbered in submit order.
+    assert sorted(e.call_id for e in log if e.parent_call_id) == [
+        f"tool:research#0/branch:lookup#{n}/tool:lookup#0" for n in range(4)
+    ]
     DELAYS.live = False
     with spanreplay.replay(trace_dir, run.run_id) as replaying:
         assert research([1, 2, 3, 4]) == recorded

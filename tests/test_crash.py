@@ -149,7 +149,7 @@ def test_a_boundary_still_running_when_killed_leaves_a_gap_that_replay_recognise
     _record_and_kill(tmp_path, trace_dir, run_id, "concurrent")
     with pytest.warns(spanreplay.SpanReplayWarning, match=r"crashed.*seq 2"):
         log = spanreplay.load(trace_dir, run_id)
-    assert sorted(e.call_id for e in log) == ["tool:fetch#0", "tool:fetch#1", "tool:fetch#2"]
+    assert sorted(e.call_id for e in log) == [f"branch:fetch#{n}/tool:fetch#0" for n in range(3)]
 
     run = spanreplay.replay(log)
 
@@ -159,7 +159,7 @@ def test_a_boundary_still_running_when_killed_leaves_a_gap_that_replay_recognise
 
     with pytest.raises(spanreplay.UnexpectedCallError) as caught:
         asyncio.run(replay())
-    assert caught.value.call_id == "tool:stall#0"
+    assert caught.value.call_id == "branch:stall#0/tool:stall#0"
     assert "seq 2" in str(caught.value)
     assert run.outcome == "reproduced"
 

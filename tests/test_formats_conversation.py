@@ -59,7 +59,7 @@ def test_each_call_stores_only_its_new_messages_and_the_loader_rebuilds_the_whol
     for seq, attrs in enumerate(attributes[1:], start=2):
         assert attrs["spanreplay.input.base_seq"] == seq - 1
         assert attrs["spanreplay.input.base_messages"] == 2 * seq - 3
-        assert attrs["spanreplay.schema_version"] == 2  # a release reading only version 1 refuses it
+        assert attrs["spanreplay.schema_version"] == 3  # a release reading only version 1 refuses it
         stored = orjson.loads(attrs["spanreplay.input"])
         assert [m["role"] for m in stored["messages"]] == ["assistant", "user"]
     log = spanreplay.load(trace_dir, "run_conv")

@@ -426,14 +426,14 @@ def test_unknown_schema_version_says_to_upgrade(trace_dir: Path, tmp_path: Path)
     text = (trace_dir / "run_a.jsonl").read_bytes()
     newer.write_bytes(
         text.replace(
-            b'"spanreplay.schema_version","value":{"intValue":"1"}',
+            b'"spanreplay.schema_version","value":{"intValue":"3"}',
             b'"spanreplay.schema_version","value":{"intValue":"99"}',
         )
     )
     assert newer.read_bytes() != text
     with pytest.raises(
         SchemaVersionError,
-        match=r"schema version 99, and this release reads versions 1 to 2; upgrade spanreplay \(pip install -U "
+        match=r"schema version 99, and this release reads versions 1 to 3; upgrade spanreplay \(pip install -U "
         r"spanreplay\)",
     ):
         spanreplay.load(newer)
@@ -549,7 +549,7 @@ def bad_sources(trace_dir: Path, tmp: Path) -> dict[str, tuple[str, str | None]]
     (tmp / "newer.jsonl").write_bytes(
         (trace_dir / "run_a.jsonl")
         .read_bytes()
-        .replace(b'"intValue":"1"}},{"key":"gen_ai', b'"intValue":"7"}},{"key":"gen_ai')
+        .replace(b'"intValue":"3"}},{"key":"gen_ai', b'"intValue":"7"}},{"key":"gen_ai')
     )
     (tmp / "other.jsonl").write_bytes(line(document([span("GET /")])))
     return {

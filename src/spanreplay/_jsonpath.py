@@ -73,3 +73,76 @@ def delete(value: Any, path: tuple[str | int, ...]) -> Any:
             items[i] = delete(items[i], rest)
         return items
     return value
+
+
+def matches(value: Any, path: tuple[str | int, ...]) -> bool:
+    """Whether ``path`` selects anything in ``value``."""
+    if not path:
+        return True
+    head, rest = path[0], path[1:]
+    if isinstance(value, dict):
+        if head == "*":
+            return any(matches(v, rest) for v in value.values())
+        return isinstance(head, str) and head in value and matches(value[head], rest)
+    if isinstance(value, list):
+        if head == "*":
+            return any(matches(v, rest) for v in value)
+        return isinstance(head, int) and head < len(value) and matches(value[head], rest)
+    return False
+
+
+def keys_where_unmatched(values: list[Any], path: tuple[str | int, ...]) -> tuple[str, list[str]]:
+    """Where ``path`` stops matching in ``values``: the path matched so far and the keys found there."""
+    level: list[Any] = values
+    done: list[str | int] = []
+    for part in path:
+        following: list[Any] = []
+        for item in level:
+            if isinstance(item, dict):
+                following.extend(item.values() if part == "*" else [item[part]] if part in item else [])
+            elif isinstance(item, list):
+                if part == "*":
+                    following.extend(item)
+                elif isinstance(part, int) and part < len(item):
+                    following.append(item[part])
+        if not following:
+            keys = sorted({str(k) for item in level if isinstance(item, dict) for k in item})
+            return render(tuple(done)), keys
+        done.append(part)
+        level = following
+    return render(tuple(done)), []
+
+
+def paths_ending_with(values: list[Any], path: tuple[str | int, ...], *, limit: int = 5) -> list[str]:
+    """Paths in ``values`` (list indexes as ``[*]``) that end with ``path``: ``system`` -> ``body.system``."""
+    found: list[str] = []
+    tail = tuple("*" if isinstance(part, int) else part for part in path)
+
+    def walk(value: Any, at: tuple[str | int, ...], depth: int) -> None:
+        if len(found) >= limit or depth > 8:
+            return
+        if len(at) > len(tail) and at[-len(tail) :] == tail:
+            rendered = render(at)
+            if rendered not in found:
+                found.append(rendered)
+        if isinstance(value, dict):
+            for key, item in value.items():
+                walk(item, (*at, key), depth + 1)
+        elif isinstance(value, list):
+            for item in value[:20]:
+                walk(item, (*at, "*"), depth + 1)
+
+    for value in values:
+        walk(value, (), 0)
+    return found
+
+
+def render(path: tuple[str | int, ...]) -> str:
+    """``("a", "*", "b")`` -> ``"a[*].b"``: the inverse of ``parse``."""
+    text = ""
+    for part in path:
+        if part == "*" or isinstance(part, int):
+            text += f"[{part}]"
+        else:
+            text += f".{part}" if text else str(part)
+    return text or "$"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import functools
 import inspect
 import itertools
 import logging
@@ -16,6 +17,7 @@ import os
 import re
 import secrets
 import threading
+import warnings
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar, Token
@@ -28,15 +30,23 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
-from . import _codec
+from . import _branches, _codec
 from . import _semconv as sc
 from ._alerts import run_failed
 from ._config import masker, settings
 from ._context import current_run_id
 from ._events import ErrorInfo, Event, EventLog
 from ._replay import ReplayEngine
-from .errors import ConfigurationError, OutcomeChangedError, RecordedError, ReplayDivergenceError
+from .errors import (
+    ConfigurationError,
+    NoRunInContextError,
+    OutcomeChangedError,
+    RecordedError,
+    ReplayDivergenceError,
+    SpanReplayError,
+)
 from .masking import MaskingSession
+from .readers._base import SpanReplayWarning
 
 logger = logging.getLogger("spanreplay")
 
@@ -87,6 +97,10 @@ class _Scope:
             return f"{self.call_id}/{kind}:{key}#{next(counter)}"
         return f"{kind}:{key}#{next(counter)}"
 
+    def branch(self, name: str) -> _Scope:
+        """The scope of a task or thread this scope starts: ``branch:{name}#{n}``, n in start order."""
+        return _Scope(self.run, self.next_call_id(sc.KIND_BRANCH, name), self.context)
+
 
 # Results that cannot be awaitable: skips the slower isawaitable() check for most tools.
 _PLAIN_RESULTS = frozenset({dict, list, str, int, float, bool, type(None), tuple, bytes})
@@ -96,27 +110,101 @@ _counter_lock = threading.Lock()
 
 _current_run: ContextVar[Run | None] = ContextVar("spanreplay_run", default=None)
 _current_scope: ContextVar[_Scope | None] = ContextVar("spanreplay_scope", default=None)
-# Runs open in this process. Threads do not inherit context variables (a plain
-# ThreadPoolExecutor does not copy them), so a boundary called from a thread
-# with no run in its context joins the one run that is open, if there is one,
-# at its top level: such a thread cannot tell which boundary handed it the work.
-# Work fanned out from inside a boundary keeps its nesting when it is submitted
-# with contextvars.copy_context().run (asyncio.to_thread copies the context too).
+# Runs open in this process: bound to a context (``with record()``, ``with replay()``)
+# or to the whole process (zero-code mode). A task or thread started inside a run
+# carries the run in its context (see _branches); a boundary reached from a context
+# with no run can only tell which run it belongs to when the process has one run of
+# its own, so otherwise it is refused while a replay is open (fail closed) and runs
+# unrecorded while only recordings are (fail open).
 _open_runs: list[Run] = []
+_process_runs: list[Run] = []
 _open_lock = threading.Lock()
+# Boundaries already warned about running unrecorded outside any run's context.
+_warned_unbound: set[str] = set()
+
+
+def _runs_changed() -> None:
+    """Tell the branch wrappers how many runs are open (called with _open_lock held)."""
+    _branches.open_runs = len(_open_runs) + len(_process_runs)
 
 
 def current_run() -> Run | None:
-    """The run the calling code executes in, or None."""
+    """The run the calling code executes in, or None.
+
+    Raises:
+        NoRunInContextError: a replay is open in this process but the calling code's
+            context holds no run (a thread started before the run, say): it cannot
+            tell which run it belongs to, and running its real work is not an option.
+    """
+    return _find_run("")
+
+
+def _find_run(boundary: str) -> Run | None:
+    """``current_run()`` for a boundary named ``boundary`` (``"tool 'lookup'"``), named in errors."""
     run = _current_run.get()
     if run is not None:
         return run
     with _open_lock:
-        only = _open_runs[0] if len(_open_runs) == 1 else None
+        only = _process_runs[0] if len(_process_runs) == 1 else None
     if only is not None:
         return only
     factory = _process_run_factory
-    return factory() if factory is not None else None
+    if factory is not None:
+        run = factory()
+        if run is not None:
+            return run
+    if _open_runs:
+        _unbound(boundary)
+    return None
+
+
+def _unbound(boundary: str) -> None:
+    """A boundary reached from a context with no run while runs are open elsewhere in the process."""
+    with _open_lock:
+        replays = [r for r in _open_runs if isinstance(r, ReplayingRun)]
+        recordings = [r.run_id for r in _open_runs if not isinstance(r, ReplayingRun)]
+    what = boundary or "a boundary"
+    fix = (
+        "Start the thread or task inside the run (threads, thread pools and asyncio tasks started "
+        "there carry it), or hand the work over with contextvars.copy_context().run(fn, ...) or "
+        "asyncio.to_thread(fn, ...) from inside the run."
+    )
+    if replays:
+        error = NoRunInContextError(
+            f"{what} was called from a thread or task whose context holds no run, while "
+            f"{len(replays)} replay(s) are open in this process ({', '.join(r.run_id for r in replays)}); "
+            f"spanreplay cannot tell which run it belongs to, and a replay never runs real work. {fix}"
+        )
+        for replaying in replays:
+            replaying.engine.refuse(error)
+        raise error
+    if recordings and what not in _warned_unbound:
+        _warned_unbound.add(what)
+        warnings.warn(
+            f"spanreplay: {what} was called from a thread or task whose context holds no run while "
+            f"run(s) {', '.join(recordings)} are being recorded; it ran unrecorded, and a replay of "
+            f"those runs will not have it. {fix}",
+            SpanReplayWarning,
+            stacklevel=4,
+        )
+    return None
+
+
+def _start_branch(name: str) -> Callable[[], object] | None:
+    """For _branches: what sets a new task's or thread's scope, when the caller is in a run."""
+    run = _current_run.get()
+    if run is None:
+        with _open_lock:
+            run = _process_runs[0] if len(_process_runs) == 1 else None
+        if run is None:
+            return None
+    if not run.branches:
+        return _same_scope
+    return functools.partial(_current_scope.set, run._scope().branch(name))
+
+
+def _same_scope() -> None:
+    """A run recorded before branches: the new task or thread shares its starter's scope."""
 
 
 # Zero-code mode (SPANREPLAY_MODE) installs a factory that opens one process-wide
@@ -143,6 +231,9 @@ class Run:
     """
 
     mode: Mode
+    # Tasks and threads started in the run get branch scopes of their own (see _branches);
+    # False only when replaying a run recorded before branches existed.
+    branches: bool = True
 
     def __init__(self, run_id: str, agent: str) -> None:
         self.run_id = run_id
@@ -225,11 +316,14 @@ class Run:
         )
         with _open_lock:
             _open_runs.append(self)
+            _runs_changed()
+        _branches.install(_start_branch)
 
     def _deactivate(self) -> None:
         with _open_lock:
             if self in _open_runs:
                 _open_runs.remove(self)
+            _runs_changed()
         run_token, scope_token, id_token, otel_token = self._tokens.pop()
         current_run_id.reset(id_token)
         _current_scope.reset(scope_token)
@@ -252,10 +346,12 @@ class Run:
         so that one trace's run is never found from another trace).
         """
         self.__enter__()
-        if not shared:
-            with _open_lock:
-                if self in _open_runs:
-                    _open_runs.remove(self)
+        with _open_lock:
+            if self in _open_runs:
+                _open_runs.remove(self)
+            if shared:
+                _process_runs.append(self)
+            _runs_changed()
         # Unbind it from this context again: a context variable set inside one task
         # would be invisible to the others and could not be reset from another context.
         run_token, scope_token, id_token, otel_token = self._tokens.pop()
@@ -271,8 +367,9 @@ class Run:
     ) -> bool | None:
         """End a run opened with ``enter_process_wide`` (at interpreter exit, say)."""
         with _open_lock:
-            if self in _open_runs:
-                _open_runs.remove(self)
+            if self in _process_runs:
+                _process_runs.remove(self)
+            _runs_changed()
         self._activate(self._root.context)
         return self.__exit__(exc_type, exc, tb)
 
@@ -654,6 +751,9 @@ class ReplayingRun(Run):
         self.engine = ReplayEngine(events, ignore_paths=ignore_paths)
         self.strict = strict
         self.outcome: str | None = None
+        # Call ids with branch scopes came with schema 3; a run recorded before is replayed
+        # as it was recorded: tasks and threads share the scope that started them.
+        self.branches = any(e.schema_version >= sc.SCHEMA_VERSION_BRANCHES for e in events)
         # Inputs are compared in their masked form, masked as when recording: a
         # masked value that a served output handed to the next input matches.
         current = masker()
@@ -674,6 +774,12 @@ class ReplayingRun(Run):
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self._deactivate()
+        first = self.engine.first_failure
+        if first is not None and exc is not first and not _raised_from(exc, first):
+            self._raise_caught(first, exc)
+        if first is not None and not isinstance(first, ReplayDivergenceError):
+            self.outcome = "diverged"  # a boundary refused for want of a run (NoRunInContextError)
+            return
         recorded = self.events.run.error
         if isinstance(exc, ReplayDivergenceError):
             if self.events.run.status == sc.RUN_STATUS_CRASHED and exc.recorded is None:
@@ -721,6 +827,28 @@ class ReplayingRun(Run):
                 attempted="completed without error",
             )
         self.outcome = "completed"
+
+    def _raise_caught(self, first: SpanReplayError, exc: BaseException | None) -> None:
+        """The first divergence decides the outcome, even when the code caught it and went on."""
+        self.outcome = "diverged"
+        if exc is not None and not isinstance(exc, Exception):
+            return  # Ctrl-C or sys.exit() goes on as it is
+        where = f" at seq {first.seq}" if isinstance(first, ReplayDivergenceError) and first.seq else ""
+        if exc is None:
+            then = "and the run then completed"
+        elif self.events.run.error is not None and _same_error(self.events.run.error, exc, self._masked_message):
+            then = (
+                f"and the run then failed with the recorded error ({self.events.run.error}), which does "
+                "not count as reproduced: the replay had left the recorded path before it"
+            )
+        else:
+            then = f"and the run then ended with {type(exc).__qualname__}: {exc}"
+        first.add_note(
+            f"The code caught this error{where} and went on, {then}. From the first divergence on, "
+            "the replay ran on a path the recording does not have, so it ends as diverged; this is "
+            "that first divergence, raised again as the replay ends."
+        )
+        raise first
 
     def _call(
         self,
@@ -782,6 +910,21 @@ class ReplayingRun(Run):
             return str(record["message"])
         masked = self._masking.mask("run", self.agent, record, part="error").value
         return str(masked.get("message", "")) if isinstance(masked, dict) else str(masked)
+
+
+def _raised_from(exc: BaseException | None, first: BaseException) -> bool:
+    """Whether ``exc`` is a divergence error raised while handling ``first`` (an instrumentor's
+    fuller account of the same divergence): it then ends the replay in place of ``first``."""
+    if not isinstance(exc, ReplayDivergenceError):
+        return False
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        if cause is first:
+            return True
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return False
 
 
 def _masking_mismatch(run_id: str, recorded: str, current: str) -> str:
@@ -986,13 +1129,20 @@ class _JoinedReplay(Run):
     def __init__(self, replaying: ReplayingRun) -> None:
         super().__init__(replaying.run_id, replaying.agent)
         self.replaying = replaying
+        self._joined: list[tuple[Token[Run | None], Token[_Scope | None]]] = []
 
     def __enter__(self) -> Run:
+        # The recorded run started here, at its top level: whatever task or thread the
+        # replay started the code in, the block's calls take their ids from the run's root.
+        self._joined.append((_current_run.set(self.replaying), _current_scope.set(self.replaying._root)))
         return self.replaying
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
+        run_token, scope_token = self._joined.pop()
+        _current_scope.reset(scope_token)
+        _current_run.reset(run_token)
         return None  # the enclosing replay judges how the run ended
 
 
@@ -1010,7 +1160,8 @@ def record(agent: str = "agent", run_id: str | None = None) -> Run:
     open_run = _current_run.get()
     if open_run is None:
         with _open_lock:
-            open_run = _open_runs[0] if len(_open_runs) == 1 else None
+            candidates = _process_runs or _open_runs
+            open_run = candidates[0] if len(candidates) == 1 else None
     if isinstance(open_run, ReplayingRun):
         return _JoinedReplay(open_run)
     return RecordingRun(agent, run_id)
@@ -1064,7 +1215,7 @@ def boundary(
         ``fn()``'s result (an awaitable when ``fn`` is async). Outside any run,
         ``fn()`` itself.
     """
-    run = current_run()
+    run = _find_run(f"{kind} {key!r}")
     if run is None:
         return fn()
     return run.boundary(kind, key, input, fn, decode=decode, attributes=attributes)

@@ -10,7 +10,7 @@ from typing import Final
 
 # Schema version of the replay payload. Bump it when the layout below changes and
 # keep a reader adapter for every older version (see _codec.ADAPTERS).
-SCHEMA_VERSION: Final = 1
+SCHEMA_VERSION: Final = 3
 
 INSTRUMENTATION_NAME: Final = "spanreplay"
 
@@ -64,8 +64,12 @@ INPUT_FULL_SHA256: Final = "spanreplay.input.full.sha256"
 # Schema version of a span whose input references an earlier one: a release that
 # reads only version 1 would replay the input without its earlier messages, so it refuses.
 SCHEMA_VERSION_INPUT_REFS: Final = 2
+# Schema version from which call ids carry branch scopes: a task or thread started in a
+# run is ``branch:{name}#{n}`` within the scope that started it. A run written before
+# it is replayed without branches (its gather and thread-pool calls share one scope).
+SCHEMA_VERSION_BRANCHES: Final = 3
 # The newest schema version this release reads.
-SCHEMA_VERSION_READ: Final = 2
+SCHEMA_VERSION_READ: Final = 3
 # Set to 0 (or false, no, off) to write every input whole, as before.
 INPUT_REFS_ENV: Final = "SPANREPLAY_INPUT_REFS"
 
@@ -124,6 +128,8 @@ KIND_TOOL: Final = "tool"
 KIND_CLOCK: Final = "clock"
 KIND_RANDOM: Final = "random"
 KIND_UUID: Final = "uuid"
+# Not a boundary: the call-id segment of a task or thread started in a run.
+KIND_BRANCH: Final = "branch"
 
 
 def run_span_name(agent: str) -> str:

@@ -10,6 +10,7 @@ Every error is a sentence that names the bad value and the way out. The tree::
     ├── RunNotFoundError (LookupError)           the run id is not in the source
     ├── PostgresError (ConnectionError)          Postgres unreachable or refusing
     ├── RecordedError                            a recorded failure whose type cannot be rebuilt
+    ├── NoRunInContextError                      a boundary outside any run while a replay is open
     └── ReplayDivergenceError                    the code stopped matching the recording
         ├── UnexpectedCallError                   a call the recording does not have
         ├── DifferentCallError                    a different call at that point
@@ -28,6 +29,7 @@ __all__ = [
     "DifferentCallError",
     "InputChangedError",
     "LeftoverEventsError",
+    "NoRunInContextError",
     "OutcomeChangedError",
     "PayloadIntegrityError",
     "PostgresError",
@@ -142,6 +144,14 @@ class RecordedError(SpanReplayError):
         self.module = module
         self.message = message
         self.fields = dict(fields or {})
+
+
+class NoRunInContextError(SpanReplayError):
+    """A boundary was reached from a context that holds no run while a replay is open.
+
+    The boundary cannot tell which run it belongs to, and a replay never runs real
+    work, so it is refused; every replay open at the time also ends with this error.
+    """
 
 
 class ReplayDivergenceError(SpanReplayError):

@@ -143,7 +143,9 @@ def run_entry(replaying: ReplayingRun, function: Callable[[], Any]) -> int:
                 )
             )
             return EXIT_REPRODUCED
-        error_console().print(Text.assemble(("diverged: ", "bold red"), str(exc)), soft_wrap=True)
+        # The notes say when the code caught the divergence and went on.
+        told = "\n".join([str(exc), *getattr(exc, "__notes__", ())])
+        error_console().print(Text.assemble(("diverged: ", "bold red"), told), soft_wrap=True)
         return EXIT_DIVERGED
     except KeyboardInterrupt:
         raise

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar, overload
 
 from .. import _semconv as sc
-from .._run import current_run
+from .._run import _find_run
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -71,12 +71,13 @@ def tool(fn: F | None = None, /, *, name: str | None = None) -> F | Callable[[F]
     def decorate(func: F) -> F:
         key = name or func.__name__
         bind = _Binder(func)
+        what = f"tool {key!r}"  # how errors and warnings name this boundary
 
         if inspect.iscoroutinefunction(func):
 
             @functools.wraps(func)
             async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
-                run = current_run()
+                run = _find_run(what)
                 if run is None:
                     return await func(*args, **kwargs)
                 call = functools.partial(func, *args, **kwargs)
@@ -86,7 +87,7 @@ def tool(fn: F | None = None, /, *, name: str | None = None) -> F | Callable[[F]
 
         @functools.wraps(func)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            run = current_run()
+            run = _find_run(what)
             if run is None:
                 return func(*args, **kwargs)
             call = functools.partial(func, *args, **kwargs)
