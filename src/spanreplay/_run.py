@@ -136,10 +136,10 @@ def current_run() -> Run | None:
             context holds no run (a thread started before the run, say): it cannot
             tell which run it belongs to, and running its real work is not an option.
     """
-    return _find_run("")
+    return run_for_boundary("")
 
 
-def _find_run(boundary: str) -> Run | None:
+def run_for_boundary(boundary: str) -> Run | None:
     """``current_run()`` for a boundary named ``boundary`` (``"tool 'lookup'"``), named in errors."""
     run = _current_run.get()
     if run is not None:
@@ -1215,7 +1215,7 @@ def boundary(
         ``fn()``'s result (an awaitable when ``fn`` is async). Outside any run,
         ``fn()`` itself.
     """
-    run = _find_run(f"{kind} {key!r}")
+    run = run_for_boundary(f"{kind} {key!r}")
     if run is None:
         return fn()
     return run.boundary(kind, key, input, fn, decode=decode, attributes=attributes)

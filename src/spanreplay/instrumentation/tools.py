@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar, overload
 
 from .. import _semconv as sc
-from .._run import _find_run
+from .._run import run_for_boundary
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -77,7 +77,7 @@ def tool(fn: F | None = None, /, *, name: str | None = None) -> F | Callable[[F]
 
             @functools.wraps(func)
             async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
-                run = _find_run(what)
+                run = run_for_boundary(what)
                 if run is None:
                     return await func(*args, **kwargs)
                 call = functools.partial(func, *args, **kwargs)
@@ -87,7 +87,7 @@ def tool(fn: F | None = None, /, *, name: str | None = None) -> F | Callable[[F]
 
         @functools.wraps(func)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            run = _find_run(what)
+            run = run_for_boundary(what)
             if run is None:
                 return func(*args, **kwargs)
             call = functools.partial(func, *args, **kwargs)

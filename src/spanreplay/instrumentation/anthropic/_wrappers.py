@@ -25,7 +25,7 @@ from anthropic._models import FinalRequestOptions
 
 from ... import _semconv as sc
 from ..._config import settings
-from ..._run import Call, ReplayingRun, Run, current_run
+from ..._run import Call, ReplayingRun, Run, run_for_boundary
 from ...errors import DifferentCallError, InputChangedError
 from . import _direct
 from ._attributes import request_attributes
@@ -196,7 +196,7 @@ def _guard(what: str, fn: Callable[[], None]) -> None:
 
 
 def request_sync(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    run = current_run()
+    run = run_for_boundary("an Anthropic Messages API call")
     if run is None:
         return wrapped(*args, **kwargs)
     cast_to, request_options, stream, stream_cls = _bind(args, kwargs)
@@ -238,7 +238,7 @@ def request_sync(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ..
 async def request_async(
     wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> Any:
-    run = current_run()
+    run = run_for_boundary("an Anthropic Messages API call")
     if run is None:
         return await wrapped(*args, **kwargs)
     cast_to, request_options, stream, stream_cls = _bind(args, kwargs)
@@ -326,7 +326,7 @@ class _FinishInSdk:
 
 
 def post_sync(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    run = current_run()
+    run = run_for_boundary("an Anthropic Messages API call")
     if run is None:
         return wrapped(*args, **kwargs)
     served = _direct_post(run, instance, args, kwargs)
@@ -342,7 +342,7 @@ def post_sync(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...],
 
 
 async def post_async(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    run = current_run()
+    run = run_for_boundary("an Anthropic Messages API call")
     if run is None:
         return await wrapped(*args, **kwargs)
     served = _direct_post(run, instance, args, kwargs)
@@ -456,7 +456,7 @@ def _tool_call(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
 
 
 def run_tool_sync(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    run = current_run()
+    run = run_for_boundary("an Anthropic tool runner call")
     if run is None:
         return wrapped(*args, **kwargs)
     tool_use = _tool_call(args, kwargs)
@@ -472,7 +472,7 @@ def run_tool_sync(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, .
 async def run_tool_async(
     wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> Any:
-    run = current_run()
+    run = run_for_boundary("an Anthropic tool runner call")
     if run is None:
         return await wrapped(*args, **kwargs)
     tool_use = _tool_call(args, kwargs)
