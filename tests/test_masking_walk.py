@@ -38,10 +38,6 @@ def reference_walk(masker: Masker, payload: Any) -> tuple[Any, tuple[tuple[str, 
             masked, names = reference(masker, value)
             fired.extend((place, path, name) for name in names)
             return masked
-        if type(value) is int and abs(value) >= 10**11:
-            masked, names = reference(masker, str(value))
-            fired.extend((place, path, name) for name in names)
-            return masked if names else value
         if type(value) is list:
             return [walk(item, (*path, index), next(places)) for index, item in enumerate(value)]
         if type(value) is dict:
@@ -66,7 +62,7 @@ def reference_walk(masker: Masker, payload: Any) -> tuple[Any, tuple[tuple[str, 
                         continue
                 out[new_key] = walk(item, (*path, new_key), place)
             return out
-        return value
+        return value  # numbers, bools and null: the detectors read strings only
 
     masked = walk(payload, (), next(places))
     once = dict.fromkeys((place, format_path(path), rule) for place, path, rule in fired)

@@ -10,8 +10,8 @@ nowhere in the result. It runs in three steps:
    without walking it.
 2. Otherwise the payload is copied in one walk. At each node the path rules that
    apply to the boundary are tried in order (the first that matches decides),
-   then the field-name rules on object keys; the strings (and long integers) left
-   are collected.
+   then the field-name rules on object keys; the strings left are collected
+   (the detectors read strings only: a number, bool or null keeps its type).
 3. The gate locates the detectors' hits in all collected strings at once; each
    string's findings are resolved (earliest first, then detector order) and
    replaced with pseudonyms or placeholders. Placeholders already in the text

@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Callable
 from typing import Final
+
+from ._numbers import keyed_number, plain_number
 
 __all__ = ["PLACEHOLDER", "Pseudonyms", "is_placeholder", "label_of"]
 
@@ -45,7 +48,7 @@ class Pseudonyms:
         key: the project key. None gives plain placeholders.
     """
 
-    __slots__ = ("_cache", "_hashers", "_key", "keyed")
+    __slots__ = ("_cache", "_check", "_hashers", "_key", "_number_hashers", "keyed")
 
     def __init__(self, key: bytes | None) -> None:
         if key is not None and len(key) > 64:
@@ -57,6 +60,8 @@ class Pseudonyms:
         # Per label, a hash already keyed: a copy of it hashes a value in half the time
         # a new keyed hash takes (the key block is compressed once, here).
         self._hashers: dict[str, hashlib.blake2b] = {}
+        self._number_hashers: dict[str, hashlib.blake2b] = {}
+        self._check = None if key is None else hashlib.blake2b(digest_size=8, key=key, person=b"spanreplay-check")
 
     def __repr__(self) -> str:  # never shows the key
         return f"<Pseudonyms keyed={self.keyed}>"
@@ -91,3 +96,29 @@ class Pseudonyms:
             self._cache.clear()
         self._cache[(label, canonical)] = token
         return token
+
+    def number(self, label: str, value: int | float, *, pseudonymize: bool = True) -> int | float:
+        """A number's masked form, a number: a keyed pseudonym of the same shape with a key
+        (and ``pseudonymize``), else ``0`` (``0.0`` for a float). See ``_numbers``."""
+        if self._key is None or not pseudonymize:
+            return plain_number(value)
+        # A subclass (an IntEnum, numpy's float64) may print otherwise: its plain value.
+        value = float(value) if isinstance(value, float) else int(value)
+        hasher = self._number_hashers.get(label)
+        if hasher is None:
+            hasher = hashlib.blake2b(digest_size=16, key=self._key, person=b"spanreplay-num", salt=label.encode()[:16])
+            if len(self._number_hashers) < 1024:
+                self._number_hashers[label] = hasher
+        return keyed_number(value, _digest(hasher), _digest(self._check))
+
+
+def _digest(hasher: hashlib.blake2b | None) -> Callable[[str], int]:
+    """A keyed hash of a text as an integer, from a hasher already keyed."""
+    assert hasher is not None
+
+    def digest(text: str) -> int:
+        h = hasher.copy()
+        h.update(text.encode("utf-8", "surrogatepass"))
+        return int.from_bytes(h.digest(), "big")
+
+    return digest

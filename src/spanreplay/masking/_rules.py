@@ -98,7 +98,8 @@ class PathRule:
     Args:
         path: the JSON path, relative to the payload (``"orders[*].customer.name"``;
             ``"$"`` is the payload itself).
-        action: ``"mask"`` (a typed pseudonym of the whole value), ``"drop"`` (remove
+        action: ``"mask"`` (a typed pseudonym of the whole value; a number becomes a
+            number, a bool or null is left as it is: masking keeps JSON types), ``"drop"`` (remove
             it), ``"keep"`` (leave the subtree unmasked: no field-name rule, no detector)
             or ``"transform"`` (``fn(value)`` takes its place).
         kind, key: the boundaries it applies to, as ``fnmatch`` patterns
@@ -153,8 +154,12 @@ class PathRule:
         if self.action == "transform":
             assert self.fn is not None
             return self.fn(value)
-        if value is None or (isinstance(value, str) and is_placeholder(value)):
+        if value is None or isinstance(value, bool) or (isinstance(value, str) and is_placeholder(value)):
+            # A bool holds one bit, and masking keeps JSON types: there is no other
+            # bool to write. A bool that must not be recorded is dropped (drop()).
             return value
+        if isinstance(value, (int, float)):
+            return pseudonyms.number(self.label, value, pseudonymize=self.pseudonymize)
         return pseudonyms.token(self.label, _canonical(value), pseudonymize=self.pseudonymize)
 
 
@@ -218,6 +223,7 @@ class FieldNames:
         kind, key, part: where it applies, as for ``PathRule``.
         pseudonymize: a keyed token (True) or a plain placeholder (False, the default:
             these are credentials, and a hash of a password is still about the password).
+            A number becomes a number: a keyed pseudonym of its shape, or ``0``.
         label: the placeholder label; the matching name by default (``<password>``).
     """
 
@@ -271,6 +277,8 @@ class FieldNames:
             or (isinstance(value, str) and is_placeholder(value))
         ):
             return value
+        if isinstance(value, (int, float)):
+            return pseudonyms.number(self.label or label_of(name), value, pseudonymize=self.pseudonymize)
         return pseudonyms.token(self.label or label_of(name), _canonical(value), pseudonymize=self.pseudonymize)
 
     def last_words(self) -> tuple[str, ...]:

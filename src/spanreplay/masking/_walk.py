@@ -33,8 +33,6 @@ SERIALIZE: Final = orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY
 # Strings at least this long are remembered per session; shorter ones cost less
 # to mask again than to hold.
 CACHE_MIN: Final = 64
-# Integers below this can hold no detectable number (a card number has 12+ digits).
-_INT_LIMIT: Final = 10**11
 _IDENTIFIER: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _BY_ORDER: Final = operator.itemgetter(0)
 _UNSEEN: Final[Any] = object()
@@ -108,8 +106,7 @@ class Holder:
         self.value = value
 
 
-# A string waiting for the detectors: where it goes, its path and its walk order. (An
-# integer's string is one too: its place holds the integer until something is found.)
+# A string waiting for the detectors: where it goes, its path and its walk order.
 _Slot = tuple[Any, Segment, Cell, int]
 
 
@@ -235,30 +232,30 @@ class Walk:
     def value(self, value: Any, states: tuple[tuple[int, int], ...], container: Any, slot: Segment) -> Any:
         kind = type(value)
         if kind is str:
-            return self.string(value, container, slot, False)
+            return self.string(value, container, slot)
         if kind is dict:
             return self.mapping(value, states)
         if kind is list or kind is tuple:
             return self.sequence(value, states)
-        if kind is int:
-            if -_INT_LIMIT < value < _INT_LIMIT:
-                return value
-            return self.string(str(value), container, slot, True) or value
-        if value is None or kind is bool or kind is float:
+        if kind is int or kind is float or kind is bool or value is None:
+            # The detectors read strings only: a number stays the number it is, since
+            # ids are numbers far more often than card numbers are, and a masked
+            # value must keep its JSON type for replay to hand back what the code
+            # had. A path rule or a field-name rule masks a number into a number.
             return value
         if isinstance(value, str):
-            return self.string(str.__str__(value), container, slot, False)
+            return self.string(str.__str__(value), container, slot)
         # Anything else (enums, dataclasses, datetimes, models, numpy): the JSON value
         # the span codec would write for it.
         converted = orjson.loads(orjson.dumps(value, default=self.masker._default, option=SERIALIZE))
         return self.value(converted, states, container, slot)
 
-    def string(self, text: str, container: Any, slot: Segment, number: bool, cell: Cell = None) -> Any:
+    def string(self, text: str, container: Any, slot: Segment, cell: Cell = None) -> str:
         """The string itself for now; a slot is noted where a detector may change it.
         ``cell``: its path, when not the current one."""
         self.order += 1
         if len(text) < self.min_length:
-            return None if number else text
+            return text
         cache = self.cache
         if cache is not None and len(text) >= CACHE_MIN:
             hit = cache.get(text)
@@ -266,14 +263,14 @@ class Walk:
                 masked, names = hit
                 for name in names:
                     self.fired.append((self.order, self.path if cell is None else cell, name))
-                return masked if names or not number else None
+                return masked
         slots = self.pending.get(text)
         entry = (container, slot, self.path if cell is None else cell, self.order)
         if slots is None:
             self.pending[text] = [entry]
         else:
             slots.append(entry)
-        return None if number else text
+        return text
 
     def _scan_pending(self) -> None:
         pending = self.pending
@@ -321,7 +318,7 @@ class Walk:
             kind = type(item)
             if kind is str:
                 if pending is None:
-                    out[key] = self.string(item, out, key, False, cell)
+                    out[key] = self.string(item, out, key, cell)
                     continue
                 # string(), written out for the commonest value. A string too short for
                 # any detector needs no place in walk order: nothing fires there.
@@ -402,7 +399,7 @@ class Walk:
                 self.order += 1
                 self.fire(f"field:{matched[1]}")
         elif type(item) is str:
-            new = self.string(item, out, new_key, False, cell)
+            new = self.string(item, out, new_key, cell)
         else:
             self.path = cell
             new = self.value(item, child, out, new_key)
@@ -432,7 +429,7 @@ class Walk:
             kind = type(item)
             if kind is str:
                 if pending is None:
-                    new = string(item, out, len(out), False, cell)
+                    new = string(item, out, len(out), cell)
                 else:
                     if len(item) >= min_length:  # string(), written out as in mapping()
                         self.order = order = self.order + 1
