@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import subprocess
 import textwrap
 from pathlib import Path
@@ -77,11 +78,16 @@ def _run(tmp_path: Path, env: dict[str, str], *orders: str) -> subprocess.Comple
     )
 
 
-def _record_two_requests(tmp_path: Path, server: MessagesAPIServer) -> dict[str, spanreplay.RunSummary]:
+def _record_two_requests(
+    tmp_path: Path, server: MessagesAPIServer, stderr: list[str] | None = None
+) -> dict[str, spanreplay.RunSummary]:
+    """The runs of requests A-1 and B-2 (which fails), by order; the process's stderr lines go to ``stderr``."""
     (tmp_path / "server.py").write_text(SERVER)
     server.script(reply(text("On its way.")), reply(text("Let me check.")))
     recorded = _run(tmp_path, _env(tmp_path, server, SPANREPLAY_MODE="record"), "A-1", "B-2")
     assert recorded.returncode == 0, recorded.stderr
+    if stderr is not None:
+        stderr.extend(recorded.stderr.splitlines())
     assert recorded.stdout.splitlines() == ["A-1 On its way.", "B-2 failed: order B-2 is lost"]
     runs = spanreplay.runs(tmp_path / "traces")
     by_order = {}
@@ -93,7 +99,8 @@ def _record_two_requests(tmp_path: Path, server: MessagesAPIServer) -> dict[str,
 
 @pytest.mark.slow
 def test_each_trace_is_a_run_that_ends_with_its_root_span(server: MessagesAPIServer, tmp_path: Path) -> None:
-    runs = _record_two_requests(tmp_path, server)
+    stderr: list[str] = []
+    runs = _record_two_requests(tmp_path, server, stderr)
 
     assert set(runs) == {"A-1", "B-2"}, "two requests, two runs"
     assert runs["A-1"].status == "ok"
@@ -104,6 +111,22 @@ def test_each_trace_is_a_run_that_ends_with_its_root_span(server: MessagesAPISer
         assert [(e.kind, e.key) for e in events] == [("model", "claude-sonnet-4-6"), ("tool", "lookup_order")]
         assert f"Where is {order}?" in events.events[0].input_json.decode()
     assert runs["A-1"].trace_id != runs["B-2"].trace_id
+    # Each run says once that it ended; the failed one's alert names the server's command in replay mode.
+    a, b = runs["A-1"].run_id, runs["B-2"].run_id
+    assert [line for line in stderr if line.startswith("spanreplay: run ")] == [
+        f"spanreplay: run {a} ended ok; trace in traces/{a}.jsonl",
+        f"spanreplay: run {b} failed with TraceFailed; trace in traces/{b}.jsonl",
+    ]
+    (alert,) = [line for line in stderr if line.startswith(f"Run {b} ")]
+    command, hint = alert.split("replay it offline with: ", 1)[1].split(" (", 1)
+    assert shlex.split(command)[:4] == [
+        "SPANREPLAY_MODE=replay",
+        "SPANREPLAY_SOURCE=traces",
+        f"SPANREPLAY_RUN_ID={b}",
+        "SPANREPLAY_RUN_SCOPE=trace",
+    ]
+    assert shlex.split(command)[-3:] == ["server.py", "A-1", "B-2"]
+    assert hint == "then send it the request that started the run)"
 
 
 @pytest.mark.slow

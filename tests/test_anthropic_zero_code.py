@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -75,7 +76,8 @@ def _instrument_env(tmp_path: Path, server: MessagesAPIServer) -> dict[str, str]
     """The environment of an agent run under opentelemetry-instrument, spanreplay's variables left to the test."""
     env = {
         **os.environ,
-        "PYTHONPATH": _plugin_path(tmp_path),
+        # The test run's own PYTHONPATH too (a checkout's src/ ahead of an installed copy).
+        "PYTHONPATH": os.pathsep.join(p for p in (_plugin_path(tmp_path), os.environ.get("PYTHONPATH", "")) if p),
         "AGENT_BASE_URL": server.url,
         "AGENT_TOOL_LOG": str(tmp_path / "tools.log"),
         "OTEL_TRACES_EXPORTER": "none",
@@ -103,6 +105,10 @@ def test_opentelemetry_instrument_records_the_process_and_replays_it_offline(
 
     (run,) = spanreplay.runs(traces)
     assert run.status == "ok"
+    # The run says its id once, at the end, with where its trace is.
+    assert [line for line in recorded.stderr.splitlines() if run.run_id in line] == [
+        f"spanreplay: run {run.run_id} ended ok; trace in traces/{run.run_id}.jsonl"
+    ]
     assert run.agent == "agent"
     kinds = [(e.kind, e.key) for e in spanreplay.load(traces, run.run_id)]
     assert kinds == [("model", "claude-sonnet-4-6"), ("tool", "lookup_order"), ("model", "claude-sonnet-4-6")]
@@ -129,3 +135,103 @@ def test_replay_mode_without_a_source_refuses_to_run_live(server: MessagesAPISer
     assert done.returncode != 0
     assert "SPANREPLAY_MODE=replay needs SPANREPLAY_SOURCE" in done.stderr
     assert server.requests == [], "the agent reached the API although replay was asked for"
+
+
+FAILING_AGENT = textwrap.dedent(
+    """
+    import os
+    import spanreplay
+
+    @spanreplay.tool
+    def stock(sku: str) -> int:
+        with open(os.environ["AGENT_TOOL_LOG"], "a") as log:
+            log.write(sku + "\\n")
+        return 0
+
+    if not stock("A1"):
+        raise LookupError(f"A1 is out of stock at {spanreplay.now():%H:%M:%S.%f}")
+    """
+)
+
+
+def _alerted_command(stderr: str) -> str:
+    """The command in the failure alert, which Python's last-resort handler prints when logging is not set up."""
+    alert = next(line for line in stderr.splitlines() if line.startswith("Run run_"))
+    return alert.split("replay it offline with: ", 1)[1]
+
+
+@pytest.mark.slow
+def test_the_alert_of_a_failed_zero_code_run_prints_the_command_that_replays_it(
+    server: MessagesAPIServer, tmp_path: Path
+) -> None:
+    (tmp_path / "agent.py").write_text(FAILING_AGENT)
+    tool_log = tmp_path / "tools.log"
+    instrument, python = _instrument_command()
+    # As from a shell with the environment activated: the command names both programs as typed there.
+    env = {**_instrument_env(tmp_path, server), "PATH": os.pathsep.join([str(Path(python).parent), os.environ["PATH"]])}
+    recorded = subprocess.run(
+        [instrument, python, "-X", "utf8", "agent.py"],
+        cwd=tmp_path,
+        env={**env, "SPANREPLAY_MODE": "record"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert recorded.returncode == 1, recorded.stderr
+    (run,) = spanreplay.runs(tmp_path / "traces")
+    assert run.status == "error"
+    command = _alerted_command(recorded.stderr)
+    # This program's own command line (with the interpreter's options) in replay mode: no --entry placeholder.
+    assert shlex.split(command) == [
+        "SPANREPLAY_MODE=replay",
+        "SPANREPLAY_SOURCE=traces",
+        f"SPANREPLAY_RUN_ID={run.run_id}",
+        "opentelemetry-instrument",
+        Path(python).name,
+        "-X",
+        "utf8",
+        "agent.py",
+    ]
+    assert [line for line in recorded.stderr.splitlines() if line.startswith("spanreplay: run")] == [
+        f"spanreplay: run {run.run_id} failed with LookupError; trace in traces/{run.run_id}.jsonl"
+    ]
+    failure = next(line for line in recorded.stderr.splitlines() if line.startswith("LookupError: "))
+    assert failure.startswith("LookupError: A1 is out of stock at ")
+
+    # Run as printed, from a shell, with none of the recording's variables: the recorded failure comes back.
+    server.stop()
+    replayed = subprocess.run(command, shell=True, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert replayed.returncode == 1, replayed.stderr
+    assert failure in replayed.stderr.splitlines(), "the replayed clock read differs from the recorded one"
+    assert f"spanreplay: replay of run {run.run_id} reproduced (2 of 2 recorded steps served)." in replayed.stderr
+    assert tool_log.read_text() == "A1\n", "the tool ran again on replay"
+    assert [p.name for p in (tmp_path / "traces").iterdir()] == [f"{run.run_id}.jsonl"], "replay wrote a trace"
+
+
+OWN_RUNS_AGENT = textwrap.dedent(
+    """
+    import spanreplay
+
+    def main():
+        with spanreplay.record(agent="shop"):
+            if not spanreplay.boundary("tool", "stock", {"sku": "A1"}, lambda: 0):
+                raise LookupError("A1 is out of stock")
+
+    main()
+    """
+)
+
+
+@pytest.mark.slow
+def test_code_that_opens_its_own_runs_under_zero_code_keeps_the_entry_in_its_alert(
+    server: MessagesAPIServer, tmp_path: Path
+) -> None:
+    (tmp_path / "agent.py").write_text(OWN_RUNS_AGENT)
+    env = {**_instrument_env(tmp_path, server), "SPANREPLAY_MODE": "record"}
+    recorded = subprocess.run(
+        [*_instrument_command(), "agent.py"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert recorded.returncode == 1, recorded.stderr
+    (run,) = spanreplay.runs(tmp_path / "traces")
+    assert _alerted_command(recorded.stderr) == f"spanreplay replay traces {run.run_id} --entry agent:main"
+    assert "; trace in " not in recorded.stderr  # no process run was opened, so none ended

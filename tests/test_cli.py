@@ -429,6 +429,84 @@ def test_replay_where_a_run_that_succeeded_now_fails_exits_3(agent: ModuleType, 
     assert "recorded run did not fail" in result.stderr
 
 
+HANDLED_SOURCE = """
+import spanreplay
+
+SETTINGS = {"notify": True}
+
+
+class CardDeclined(Exception):
+    pass
+
+
+@spanreplay.tool
+def carrier(order: str) -> str:
+    raise CardDeclined(f"{order} was declined")
+
+
+@spanreplay.tool
+def ship(order: str) -> str:
+    try:
+        return carrier(order)
+    finally:
+        spanreplay.now()  # nested in ship, after the failure
+
+
+def main():
+    spanreplay.boundary("tool", "search", {"q": "A1"}, lambda: 1)
+    try:
+        ship("A1")
+    except CardDeclined:
+        if SETTINGS["notify"]:
+            spanreplay.boundary("tool", "notify", {"order": "A1"}, lambda: "sent")
+        spanreplay.now()
+        raise
+"""
+
+
+@pytest.fixture
+def handled(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, trace_dir: Path) -> Iterator[tuple[ModuleType, str]]:
+    """An agent whose failure is nested in a tool and handled (logged, then re-raised), and its recorded run."""
+    name = f"handled_{uuid.uuid4().hex[:10]}"
+    (tmp_path / f"{name}.py").write_text(HANDLED_SOURCE)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = importlib.import_module(name)
+    with pytest.raises(module.CardDeclined), spanreplay.record(agent="shop") as run:
+        module.main()
+    yield module, run.run_id
+    sys.modules.pop(name, None)
+
+
+def test_an_unchanged_replay_of_a_handled_failure_says_every_recorded_step_was_served(
+    handled: tuple[ModuleType, str],
+) -> None:
+    module, run_id = handled
+    # 1 search, 2 ship, 3 carrier (failed, in ship), 4 clock in ship's finally, 5 notify, 6 clock: served
+    # calls serve what they nest, and steps after the failing one count, so the count is of the whole run.
+    result = invoke("replay", "traces", run_id, "--entry", f"{module.__name__}:main")
+    assert result.exit_code == EXIT_REPRODUCED, result.output
+    assert (
+        "reproduced: CardDeclined: A1 was declined was raised again at seq 3 (tool 'carrier'), the step where the "
+        "recorded run failed; all 6 recorded steps served (3 of them recorded after it, as the error was handled), "
+        "no real call made."
+    ) in " ".join(result.stdout.split())
+    assert "steps up to it" not in result.stdout
+
+
+def test_a_replay_that_reaches_the_recorded_error_skipping_steps_names_the_first_it_skipped(
+    handled: tuple[ModuleType, str],
+) -> None:
+    module, run_id = handled
+    module.SETTINGS["notify"] = False
+    result = invoke("replay", "traces", run_id, "--entry", f"{module.__name__}:main")
+    assert result.exit_code == EXIT_REPRODUCED, result.output
+    assert (
+        "CardDeclined: A1 was declined was raised again, as recorded at seq 3 (tool 'carrier'), but the replay never "
+        "asked for 1 of the 6 recorded steps, the first at seq 5 (tool 'notify'): it reached the error another way"
+    ) in " ".join(result.stdout.split())
+
+
 def test_replay_rebuilds_an_error_recorded_by_the_entry_run_as_a_script(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -14,13 +14,15 @@ import shlex
 import sys
 import uuid
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import anthropic
 import pytest
+import time_machine
 from click.testing import CliRunner, Result
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
@@ -48,6 +50,8 @@ LOOP_USD = 8 * (1000 * 3 + 100 * 15) / MTOK
 TRIAGE_USD = (300 * 1.0 + 50 * 5.0) / MTOK
 # Days back each ordinary run is moved: one of them into the month before.
 SHIFTS = (-40, -2, -2, -1, -1)
+# When the shared fleet is recorded (the test of dates records its own on each of EDGE_DATES).
+FLEET_RECORDED_AT = datetime(2026, 11, 18, 10, 0, tzinfo=UTC)
 
 
 def invoke(*args: str, input: str | None = None) -> Result:
@@ -66,9 +70,8 @@ def no_price_file(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(PRICES_ENV, raising=False)
 
 
-@pytest.fixture(scope="module")
-def fleet_source(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Fleet]:
-    directory = tmp_path_factory.mktemp("fleet") / "traces"
+def _record_fleet_into(directory: Path) -> Fleet:
+    """The fleet recorded at the clock's "now", its ordinary runs then moved back by ``SHIFTS`` days."""
     provider = TracerProvider(resource=Resource.create({"service.name": "cost-fleet"}))
     spanreplay.configure(trace_dir=directory, tracer_provider=provider, strict=True)
     instrumentor = AnthropicInstrumentor()
@@ -81,7 +84,15 @@ def fleet_source(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Fleet]
         provider.shutdown()
     for run_id, days in zip(fleet.normal, SHIFTS, strict=True):
         shift_days(directory, run_id, days)
-    return directory, fleet
+    return fleet
+
+
+@pytest.fixture(scope="module")
+def fleet_source(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Fleet]:
+    directory = tmp_path_factory.mktemp("fleet") / "traces"
+    # Recorded on a fixed day, so what the tests read is the same whenever they run.
+    with time_machine.travel(FLEET_RECORDED_AT, tick=True):
+        return directory, _record_fleet_into(directory)
 
 
 @pytest.fixture
@@ -155,16 +166,26 @@ def test_calls_without_usage_are_counted_with_unknown_tokens_and_said_so(source:
     assert [cell.strip() for cell in legacy.split("│")[1:3]] == ["2", "2"]  # calls, and the "no usage" column
 
 
-def test_by_day_and_month_follow_the_calls_dates_and_since_until_cut_the_window(source: str) -> None:
+def test_by_day_and_month_follow_the_calls_dates_and_since_until_cut_the_window(
+    edge_date_now: datetime, tmp_path: Path
+) -> None:
+    directory = tmp_path / "traces"
+    _record_fleet_into(directory)
+    source = str(directory)
+    recorded = [edge_date_now + timedelta(days=days) for days in SHIFTS]
+    expected_days = sorted({f"{when:%Y-%m-%d}" for when in [*recorded, edge_date_now]})
     days = {g["day"]: g for g in cost_json(source, "--by", "day")["groups"]}
+    assert sorted(days) == expected_days
     assert len(days) == 4
     first_day = min(days)
     assert days[first_day]["calls"] == 2  # the run moved back 40 days
     months = cost_json(source, "--by", "month")["groups"]
-    assert len(months) == 2
+    # 40 days back from 1 March is in January: three months then, two on the other dates.
+    assert [m["month"] for m in months] == sorted({day[:7] for day in expected_days})
     assert months[0]["calls"] == 2
     assert sum(m["calls"] for m in months) == 30
     last_day = max(days)
+    assert last_day == f"{edge_date_now:%Y-%m-%d}"
     only_last = cost_json(source, "--by", "day", "--since", last_day)
     assert [g["day"] for g in only_last["groups"]] == [last_day]
     before_last = cost_json(source, "--by", "day", "--until", sorted(days)[-2])
@@ -443,6 +464,8 @@ _numbers = st.one_of(
 )
 
 
+# Generation time follows the machine's load, not the code: no deadline, no too-slow check.
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.dictionaries(
         st.sampled_from(

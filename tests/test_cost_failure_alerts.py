@@ -12,10 +12,13 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from opentelemetry.sdk.trace import TracerProvider
 
 import spanreplay
-from spanreplay._alerts import ALERT_LOGGER
+from spanreplay import _alerts as spanreplay_alerts
+from spanreplay._alerts import ALERT_LOGGER, Launch, launched_run
 
 
 class CardDeclined(RuntimeError):
@@ -179,3 +182,78 @@ def test_the_command_in_the_alert_of_a_failed_script_replays_it(tmp_path: Path) 
     assert replayed.returncode == 1, replayed.stdout + replayed.stderr  # 1: the recorded failure reproduced
     assert "reproduced" in replayed.stdout
     assert "OutOfStock: A1 is out of stock" in replayed.stdout
+
+
+# --- zero-code runs: the program's command line is the entry --------------------------------------------
+
+# An interpreter PATH does not find: the command keeps it as the full path it ran as.
+PYTHON = "/opt/agent env/bin/python3-agent"
+
+
+@settings(max_examples=60)
+@given(
+    args=st.lists(st.text(), max_size=4),
+    source=st.text(min_size=1),
+    run_id=st.from_regex(r"[A-Za-z0-9_.-]{1,24}", fullmatch=True),
+    instrumented=st.booleans(),
+    trace_scope=st.booleans(),
+)
+def test_a_zero_code_runs_command_gives_a_shell_back_the_replay_variables_and_the_same_argv(
+    args: list[str], source: str, run_id: str, instrumented: bool, trace_scope: bool
+) -> None:
+    launch = Launch((PYTHON, "-X", "utf8", "agent.py", *args), os.getcwd(), instrumented, trace_scope)
+    words = shlex.split(launch.replay_command(run_id, source))
+    variables = ["SPANREPLAY_MODE=replay", f"SPANREPLAY_SOURCE={source}", f"SPANREPLAY_RUN_ID={run_id}"]
+    if trace_scope:
+        variables.append("SPANREPLAY_RUN_SCOPE=trace")
+    assert words[: len(variables)] == variables
+    program = words[len(variables) :]
+    if instrumented:
+        assert Path(program.pop(0)).name == "opentelemetry-instrument"
+    assert program == [PYTHON, "-X", "utf8", "agent.py", *args]
+
+
+def _fail_in_a_run_opened_by(launch: Launch) -> None:
+    """A run as zero-code mode opens one, failing with its run id as the message."""
+    with spanreplay.record(agent="billing") as run:
+        launched_run(run.run_id, launch)
+        raise CardDeclined(run.run_id)
+
+
+def test_a_zero_code_runs_alert_names_its_command_from_where_the_program_started(
+    trace_dir: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    started_in = trace_dir.parent
+    (started_in / "jobs").mkdir()
+    monkeypatch.chdir(started_in / "jobs")  # the program moved on after it started
+    caplog.set_level(logging.ERROR, logger=ALERT_LOGGER)
+    launch = Launch((PYTHON, "agent.py", "--queue", "night shift"), str(started_in), False, False)
+    with pytest.raises(CardDeclined) as caught:
+        _fail_in_a_run_opened_by(launch)
+    run_id = str(caught.value)
+    (record,) = _alerts(caplog)
+    command = getattr(record, "spanreplay.replay.command")
+    assert command == (
+        f"cd {shlex.quote(str(started_in))} && SPANREPLAY_MODE=replay SPANREPLAY_SOURCE=traces "
+        f"SPANREPLAY_RUN_ID={run_id} {shlex.quote(PYTHON)} agent.py --queue 'night shift'"
+    )
+    # Once the run has ended zero-code mode forgets it: another run with that id gets the usual command.
+    launched_run(run_id, None)
+    assert spanreplay_alerts.replay_command(run_id, None) == (
+        f"spanreplay replay {shlex.quote(str(trace_dir))} {run_id} --entry MODULE:FUNCTION"
+    )
+
+
+def test_a_trace_scoped_runs_alert_says_to_send_the_request_again(
+    trace_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.ERROR, logger=ALERT_LOGGER)
+    launch = Launch((PYTHON, "server.py"), os.getcwd(), True, True)
+    with pytest.raises(CardDeclined) as caught:
+        _fail_in_a_run_opened_by(launch)
+    launched_run(str(caught.value), None)
+    (record,) = _alerts(caplog)
+    command = getattr(record, "spanreplay.replay.command")
+    assert "SPANREPLAY_RUN_SCOPE=trace" in shlex.split(command)
+    assert record.getMessage().endswith(f"with: {command} (then send it the request that started the run)")
+    assert caught.value.__notes__[-1].endswith("(then send it the request that started the run)")

@@ -57,6 +57,9 @@ def sdk_restored(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         instrumentor.uninstrument()
 
 
+RECORDED_AT = datetime(2026, 3, 4, 14, 0, tzinfo=UTC)  # a Wednesday afternoon
+
+
 def record_demo(
     monkeypatch: pytest.MonkeyPatch, *, failure_rate: float, at: datetime | None = None
 ) -> tuple[str, str, MessagesAPIServer]:
@@ -65,8 +68,9 @@ def record_demo(
     Returns the run id, the text the agent streamed, and the stopped server.
     """
     monkeypatch.setattr(_demo, "FAILURE_RATE", failure_rate)
-    if at is not None:
-        monkeypatch.setattr(_builtins, "_utcnow", lambda: at)
+    # The agent's branch follows the clock (office hours or not): a fixed instant unless the test picks one.
+    when = at or RECORDED_AT
+    monkeypatch.setattr(_builtins, "_utcnow", lambda: when)
     run_id = ""
     streamed = io.StringIO()
     with _demo.local_api() as server:

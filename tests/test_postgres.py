@@ -294,11 +294,19 @@ def test_a_recorded_failure_reproduces_from_postgres(recording: tuple[Path, str]
         max_leaves=20,
     )
 )
-def test_any_json_payload_comes_back_from_postgres_byte_for_byte(recording: tuple[Path, str], value: Any) -> None:
-    directory, dsn = recording
-    with spanreplay.record(agent="any") as run:
-        spanreplay.boundary("tool", "echo", {"v": value}, lambda: value)
-    from_postgres = spanreplay.load(dsn, run.run_id)
+def test_any_json_payload_comes_back_from_postgres_byte_for_byte(pg_dsn: str, tmp_path: Path, value: Any) -> None:
+    # Each value gets its own provider and pool, closed before Hypothesis draws the next:
+    # psycopg_pool calls the global random() when it connects, in its own thread, and a
+    # change to the global random state while a value is drawn is an error under Hypothesis.
+    directory = tmp_path / "traces"
+    provider = TracerProvider()
+    spanreplay.configure(trace_dir=directory, tracer_provider=provider, strict=True, postgres=pg_dsn)
+    try:
+        with spanreplay.record(agent="any") as run:
+            spanreplay.boundary("tool", "echo", {"v": value}, lambda: value)
+        from_postgres = spanreplay.load(pg_dsn, run.run_id)
+    finally:
+        provider.shutdown()
     assert from_postgres == spanreplay.load(directory, run.run_id)
     (event,) = from_postgres
     assert event.output_json == orjson.dumps(value)
@@ -856,6 +864,7 @@ def _dated_run(directory: Path, days_ago: float, outcome: str) -> str:
     return run_id
 
 
+@pytest.mark.usefixtures("edge_date_now")
 def test_prune_removes_exactly_the_runs_past_their_retention_in_postgres(
     pg_dsn: str, tmp_path: Path, provider: TracerProvider
 ) -> None:

@@ -42,6 +42,7 @@ def _files(trace_dir: Path) -> set[str]:
     return {p.name.removesuffix(".jsonl") for p in trace_dir.iterdir()}
 
 
+@pytest.mark.usefixtures("edge_date_now")
 def test_prune_removes_exactly_the_run_files_past_their_retention(trace_dir: Path) -> None:
     keep = [
         _record(trace_dir, 1, "ok"),
@@ -60,6 +61,7 @@ def test_prune_removes_exactly_the_run_files_past_their_retention(trace_dir: Pat
     assert "Removed 3 run(s) (1 ok older than 7d, 2 failed or crashed older than 90d); kept 4." in result.output
 
 
+@pytest.mark.usefixtures("edge_date_now")
 def test_a_dry_run_prints_the_same_runs_and_removes_nothing(trace_dir: Path) -> None:
     old = _record(trace_dir, 30, "ok")
     young = _record(trace_dir, 0, "ok")
@@ -76,6 +78,7 @@ def test_a_duration_past_any_date_is_refused() -> None:
     assert "--success '999999w' reaches back before any date a run can have" in result.output
 
 
+@pytest.mark.usefixtures("edge_date_now")
 def test_custom_windows_apply_by_status(trace_dir: Path) -> None:
     ok = _record(trace_dir, 2, "ok")
     failed = _record(trace_dir, 2, "error")
@@ -89,6 +92,7 @@ def test_custom_windows_apply_by_status(trace_dir: Path) -> None:
     assert _files(trace_dir) == set()
 
 
+@pytest.mark.usefixtures("edge_date_now")
 def test_a_run_id_without_a_date_is_aged_by_its_start_time(trace_dir: Path) -> None:
     _record(trace_dir, 0, "ok", run_id="nightly-build-42")
     result = CliRunner().invoke(cli, ["prune", str(trace_dir), "--success", "1h"])
@@ -99,6 +103,7 @@ def test_a_run_id_without_a_date_is_aged_by_its_start_time(trace_dir: Path) -> N
     assert _files(trace_dir) == set()
 
 
+@pytest.mark.usefixtures("edge_date_now")
 def test_a_file_that_is_not_a_trace_is_kept_with_a_warning(trace_dir: Path) -> None:
     old = _record(trace_dir, 200, "error")
     notes = trace_dir / "notes.txt"
@@ -111,6 +116,7 @@ def test_a_file_that_is_not_a_trace_is_kept_with_a_warning(trace_dir: Path) -> N
     assert old not in _files(trace_dir)
 
 
+@pytest.mark.usefixtures("edge_date_now")
 def test_a_file_holding_runs_of_different_ages_is_kept_until_all_are_past_retention(trace_dir: Path) -> None:
     old = _record(trace_dir, 100, "error")
     young = _record(trace_dir, 1, "error")
@@ -165,3 +171,25 @@ def test_a_duration_without_a_number_is_always_refused(duration: str) -> None:
 )
 def test_run_date_reads_the_utc_start_from_a_default_run_id(run_id: str, expected: datetime | None) -> None:
     assert run_date(run_id) == expected
+
+
+def test_a_recorded_run_id_carries_its_utc_start_so_prune_ages_it_right(
+    trace_dir: Path, edge_date_now: datetime
+) -> None:
+    with spanreplay.record(agent="dated") as run:
+        spanreplay.boundary("tool", "t", {"n": 1}, lambda: 1)
+    from_id = run_date(run.run_id)
+    started = spanreplay.load(trace_dir, run.run_id).run.started
+    assert from_id is not None
+    assert started is not None
+    # The id has whole seconds; both read the clock (UTC, not the local UTC+14) as the run began.
+    assert from_id <= started < from_id + timedelta(seconds=2)
+    assert edge_date_now <= started < edge_date_now + timedelta(minutes=5)
+    # An hour-old window keeps it; a zero one removes it, by the date in its name.
+    result = CliRunner().invoke(cli, ["prune", str(trace_dir), "--success", "1h"])
+    assert result.exit_code == 0, result.output
+    assert _files(trace_dir) == {run.run_id}
+    zero = CliRunner().invoke(cli, ["prune", str(trace_dir), "--success", "0s"])
+    assert zero.exit_code == 0, zero.output
+    assert f"removed {run.run_id}  ok       {from_id:%Y-%m-%d %H:%M}" in zero.output
+    assert _files(trace_dir) == set()

@@ -13,6 +13,13 @@ It names the exception type only: the message may hold what masking keeps out
 of the spans. The entry is the function whose ``with spanreplay.record()``
 block the exception left, when replay can call it (a module-level function
 that takes no arguments); otherwise the command says ``MODULE:FUNCTION``.
+
+A run that zero-code mode opened (``SPANREPLAY_MODE=record``, usually under
+``opentelemetry-instrument``) has no function to name: the program is the
+entry. Its command starts the program again, with the same arguments, in
+replay mode::
+
+    SPANREPLAY_MODE=replay SPANREPLAY_SOURCE=traces SPANREPLAY_RUN_ID=run_... opentelemetry-instrument python agent.py
 """
 
 from __future__ import annotations
@@ -21,7 +28,10 @@ import inspect
 import logging
 import os
 import shlex
+import shutil
 import sys
+import threading
+from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Final
@@ -29,7 +39,7 @@ from typing import Final
 from . import _semconv as sc
 from ._config import settings
 
-__all__ = ["ALERT_LOGGER", "replay_command", "run_failed"]
+__all__ = ["ALERT_LOGGER", "Launch", "launched_run", "replay_command", "run_failed", "trace_location"]
 
 ALERT_LOGGER: Final = "spanreplay.alerts"
 logger = logging.getLogger(ALERT_LOGGER)
@@ -38,7 +48,13 @@ logger = logging.getLogger(ALERT_LOGGER)
 def run_failed(run_id: str, agent: str, exc: BaseException, tb: TracebackType | None) -> str:
     """Log the failure alert and note it on ``exc``; returns the replay command."""
     command = replay_command(run_id, _entry(tb.tb_frame) if tb is not None else None)
-    note = f"spanreplay: run {run_id} failed; replay it offline with: {command}"
+    launch = _launches.get(run_id)
+    if launch is not None and launch.trace_scope:
+        # The program replays the run when it receives the request again: say so after the command.
+        command_text = f"{command} (then send it the request that started the run)"
+    else:
+        command_text = command
+    note = f"spanreplay: run {run_id} failed; replay it offline with: {command_text}"
     if note not in getattr(exc, "__notes__", ()):
         exc.add_note(note)
     logger.error(
@@ -46,37 +62,139 @@ def run_failed(run_id: str, agent: str, exc: BaseException, tb: TracebackType | 
         run_id,
         agent,
         type(exc).__qualname__,
-        command,
+        command_text,
         extra={sc.RUN_ID: run_id, sc.REPLAY_COMMAND: command},
     )
     return command
 
 
 def replay_command(run_id: str, entry: str | None) -> str:
-    """``spanreplay replay SOURCE RUN --entry MODULE:FUNCTION`` for where this process records."""
-    return f"spanreplay replay {_source()} {shlex.quote(run_id)} --entry {entry or 'MODULE:FUNCTION'}"
+    """The command that replays ``run_id``, recorded in this process.
+
+    ``spanreplay replay SOURCE RUN --entry MODULE:FUNCTION`` for a run the code
+    opened itself; the program's own command line in replay mode for a run that
+    zero-code mode opened (see ``Launch``).
+    """
+    launch = _launches.get(run_id)
+    if launch is not None:
+        return launch.replay_command(run_id, _source(launch.cwd))
+    return f"spanreplay replay {shlex.quote(_source())} {shlex.quote(run_id)} --entry {entry or 'MODULE:FUNCTION'}"
 
 
-def _source() -> str:
+def trace_location(run_id: str) -> str:
+    """Where this process writes ``run_id``'s trace, for people: its file, its database, or its exporter."""
+    try:
+        config = settings()
+    except Exception:
+        return "no trace was configured"
+    places = []
+    if config.file_processor is not None:
+        places.append(_shown(config.file_processor.path_for(run_id)))
+    if config.postgres_processor is not None:
+        from .postgres._connect import describe
+
+        places.append(describe(config.postgres_processor.dsn))
+    if not places:
+        return "the trace went to the OTLP exporter only" if config.otlp_processor is not None else "no trace kept"
+    return "trace in " + " and ".join(places)
+
+
+def _source(cwd: str | None = None) -> str:
     """Where the run can be read back: the trace directory, else the Postgres database, else SOURCE."""
     try:
         config = settings()
     except Exception:  # no configuration could be made: the command still names the run
         return "SOURCE"
     if config.trace_dir is not None:
-        directory = Path(config.trace_dir).absolute()
-        try:
-            shown = os.path.relpath(directory)
-        except ValueError:  # another drive (Windows)
-            shown = str(directory)
-        return shlex.quote(str(directory) if shown.startswith("..") else shown)
+        return _shown(config.trace_dir, cwd)
     processor = config.postgres_processor
     if processor is not None:
         from .postgres._connect import describe
 
         # describe() leaves the password out: libpq finds it in PGPASSWORD or ~/.pgpass.
-        return shlex.quote(describe(processor.dsn))
+        return describe(processor.dsn)
     return "SOURCE"
+
+
+def _shown(path: str | os.PathLike[str], cwd: str | None = None) -> str:
+    """``path`` relative to ``cwd`` (default: the current directory) when it lies below it, else absolute."""
+    absolute = Path(path).absolute()
+    try:
+        shown = os.path.relpath(absolute, cwd)
+    except ValueError:  # another drive (Windows)
+        return str(absolute)
+    return str(absolute) if shown.startswith("..") else shown
+
+
+# --- zero-code runs: the program is the entry -----------------------------------------------------
+
+_AUTO_INSTRUMENTATION = ("opentelemetry", "instrumentation", "auto_instrumentation")
+_launches: dict[str, Launch] = {}
+_launches_lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class Launch:
+    """How this process was started, so that a command can start it again to replay one of its runs."""
+
+    argv: tuple[str, ...]
+    cwd: str
+    # Under opentelemetry-instrument, which loads spanreplay's instrumentor (and so zero-code mode) at start.
+    instrumented: bool
+    trace_scope: bool
+
+    @classmethod
+    def of_this_process(cls, *, trace_scope: bool) -> Launch:
+        # orig_argv keeps the interpreter's own options (-X, -m) that argv drops.
+        argv = tuple(getattr(sys, "orig_argv", None) or [sys.executable, *sys.argv])
+        return cls(argv, os.getcwd(), _under_opentelemetry_instrument(), trace_scope)
+
+    def replay_command(self, run_id: str, source: str) -> str:
+        """``SPANREPLAY_MODE=replay SPANREPLAY_SOURCE=... SPANREPLAY_RUN_ID=... [opentelemetry-instrument] ARGV``."""
+        variables = {"SPANREPLAY_MODE": "replay", "SPANREPLAY_SOURCE": source, "SPANREPLAY_RUN_ID": run_id}
+        if self.trace_scope:
+            variables["SPANREPLAY_RUN_SCOPE"] = "trace"
+        program = [_command_name(self.argv[0]), *self.argv[1:]] if self.argv else []
+        if self.instrumented:
+            program.insert(0, _command_name(_opentelemetry_instrument()))
+        # NAME=value words before the program set its environment; only the value may be quoted.
+        words = [f"{name}={shlex.quote(value)}" for name, value in variables.items()]
+        command = " ".join([*words, *(shlex.quote(arg) for arg in program)])
+        if os.path.abspath(os.getcwd()) != os.path.abspath(self.cwd):
+            # The program's relative paths (agent.py, traces/) are from where it started.
+            command = f"cd {shlex.quote(self.cwd)} && {command}"
+        return command
+
+
+def launched_run(run_id: str, launch: Launch | None) -> None:
+    """Note that zero-code mode opened ``run_id`` (its alert names the program's command line), or forget it."""
+    with _launches_lock:
+        if launch is None:
+            _launches.pop(run_id, None)  # ended: a server's runs must not pile up here
+        else:
+            _launches[run_id] = launch
+
+
+def _under_opentelemetry_instrument() -> bool:
+    # opentelemetry-instrument puts its sitecustomize.py first on PYTHONPATH and execs the program.
+    path = getattr(sys.modules.get("sitecustomize"), "__file__", None)
+    return isinstance(path, str) and Path(path).parent.parts[-3:] == _AUTO_INSTRUMENTATION
+
+
+def _opentelemetry_instrument() -> str:
+    """The opentelemetry-instrument beside this Python (the same environment), else the one on PATH."""
+    beside = Path(sys.executable).parent / ("opentelemetry-instrument" + (".exe" if os.name == "nt" else ""))
+    return str(beside) if beside.exists() else "opentelemetry-instrument"
+
+
+def _command_name(program: str) -> str:
+    """``/venv/bin/python`` as ``python`` when PATH finds that very file by its name; else as given."""
+    name = os.path.basename(program)
+    if name == program:
+        return program
+    found = shutil.which(name)
+    # Compared without resolving links: a virtual environment's python links to the system's.
+    return name if found is not None and os.path.abspath(found) == os.path.abspath(program) else program
 
 
 def _entry(frame: FrameType) -> str | None:

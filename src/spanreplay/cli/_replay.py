@@ -20,7 +20,7 @@ from .. import _semconv as sc
 from .._codec import rebuild_error, register_error_rebuilder
 from .._events import ErrorInfo, Event, EventLog
 from .._run import ReplayingRun, replay
-from ..errors import RecordedError, ReplayDivergenceError
+from ..errors import LeftoverEventsError, RecordedError, ReplayDivergenceError
 from ._common import (
     EXIT_BAD_INPUT,
     EXIT_DIVERGED,
@@ -190,23 +190,46 @@ def failing_step(log: EventLog) -> Event | None:
 
 
 def reproduced_sentence(replaying: ReplayingRun, exc: BaseException) -> str:
-    """Where the recorded failure happened and whether the replay got there the same way."""
+    """Where the recorded failure happened and whether the replay got there the same way.
+
+    The replay got there the same way when it asked for every recorded step: the
+    steps the failing one was nested in, the ones nested in it, and any recorded
+    after it while the error was handled (an ``except`` or ``finally`` that
+    logged, then re-raised) all count. Serving a call serves what it nested, so
+    the steps served are compared with the whole recording, not with a seq.
+    """
     log = replaying.events
-    served = replaying.engine.served
+    total = len(log)
     step = failing_step(log)
     what = f"{type(exc).__qualname__}: {exc}"
+    never = _never_asked(replaying)
+    if never:
+        first = never[0]
+        return (
+            f"{what} was raised again, as recorded"
+            + (f" at seq {step.seq} ({step.kind} {step.key!r})" if step is not None else "")
+            + f", but the replay never asked for {len(never)} of the {total} recorded steps, the first at "
+            f"seq {first.seq} ({first.kind} {first.key!r}): it reached the error another way; no real call made."
+        )
     if step is None:
-        # Raised by the code between boundaries, after the last recorded step.
-        return f"{what} was raised again after {served} of {len(log)} recorded steps, as recorded; no real call made."
-    # The steps started before the failing one, the failing one, and those nested in it.
-    before = sum(1 for e in log if e.seq <= step.seq or e.call_id.startswith(step.call_id + "/"))
-    where = f"seq {step.seq} ({step.kind} {step.key!r})"
-    if served == before:
-        return f"{what} was raised again at {where}, the step where the recorded run failed; no real call made."
+        # Raised by the code between boundaries, not by a recorded step.
+        return f"{what} was raised again, as recorded; all {total} recorded steps served, no real call made."
+    after = sum(1 for e in log if e.seq > step.seq and not e.call_id.startswith(step.call_id + "/"))
+    handled = f" ({after} of them recorded after it, as the error was handled)" if after else ""
     return (
-        f"{what} was raised again, as recorded at {where}, but the replay asked for {served} of the "
-        f"{before} steps up to it; no real call made."
+        f"{what} was raised again at seq {step.seq} ({step.kind} {step.key!r}), the step where the recorded run "
+        f"failed; all {total} recorded steps served{handled}, no real call made."
     )
+
+
+def _never_asked(replaying: ReplayingRun) -> list[Event]:
+    """The recorded steps the replay never asked for, in recorded order (a served call's nested ones were served)."""
+    try:
+        replaying.engine.check_finished()
+    except LeftoverEventsError as exc:
+        log = replaying.events
+        return [event for call_id in exc.leftover if (event := log.by_call_id(call_id)) is not None]
+    return []
 
 
 def _last_seq(log: EventLog) -> int:

@@ -19,6 +19,7 @@ current span, so one trace's run is never found from another trace.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import threading
 from collections.abc import Callable
@@ -28,7 +29,8 @@ from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
 from opentelemetry.trace import StatusCode
 
-from ..._run import ReplayingRun, Run
+from ..._alerts import launched_run, trace_location
+from ..._run import RecordingRun, ReplayingRun, Run
 from ...errors import ConfigurationError, SpanReplayError, TraceFailed
 
 __all__ = ["OUTSIDE_ANY_TRACE", "RootSpanEnd", "TraceRuns", "end_run"]
@@ -85,11 +87,25 @@ class TraceRuns:
 
 
 def end_run(run: Run, exc_info: ExcInfo) -> None:
-    """End a run zero-code mode opened, and say how a replay ended (it runs at exit or in a processor)."""
+    """End a run zero-code mode opened, and say how it ended (this runs at exit or in a processor)."""
     try:
         run.exit_process_wide(*exc_info)
     except SpanReplayError as exc:  # a divergence found at the end: said, not raised into the exporter
         sys.stderr.write(f"spanreplay: {exc}\n")
+    finally:
+        launched_run(run.run_id, None)
+    if isinstance(run, RecordingRun):
+        # Nothing else names an ok run to the person who started the program; a failed one's
+        # alert (the spanreplay.alerts logger) carries the replay command.
+        raised = exc_info[1]
+        if raised is None:
+            ended = "ended ok"
+        elif isinstance(raised, Exception):
+            ended = f"failed with {type(raised).__qualname__}"
+        else:
+            ended = f"was stopped by {type(raised).__qualname__}"
+        with contextlib.suppress(OSError, ValueError):  # stderr closed at exit: nothing to tell then
+            sys.stderr.write(f"spanreplay: run {run.run_id} {ended}; {trace_location(run.run_id)}\n")
     if isinstance(run, ReplayingRun):
         sys.stderr.write(
             f"spanreplay: replay of run {run.run_id} {run.outcome or 'ended'} "

@@ -9,6 +9,10 @@ replay ended. ``SPANREPLAY_TRACE_DIR`` picks the trace directory,
 ``SPANREPLAY_AGENT`` the agent name (default: ``OTEL_SERVICE_NAME``, else the
 script's name). ``SPANREPLAY_RUN_SCOPE=trace`` makes each trace the application
 starts a run of its own instead (``_trace_scope``).
+
+A recorded run that ends says so in one line on stderr, with where its trace
+is; a failed one's alert names the command that replays it: this program's
+command line with ``SPANREPLAY_MODE=replay`` and the run's id.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from typing import Any
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 
+from ..._alerts import Launch, launched_run
 from ..._config import configure
 from ..._run import RecordingRun, ReplayingRun, Run, set_process_run_factory
 from ...errors import ConfigurationError, SpanReplayError
@@ -66,7 +71,15 @@ def start_from_environment() -> None:
         configure()
         # A run id given for the process names one run; traces are many, so each gets its own.
         run_id = (os.environ.get("SPANREPLAY_RUN_ID") or None) if scope == "process" else None
-        _install(lambda: RecordingRun(_agent_name(), run_id), scope, replaying=False)
+        # Taken now: the program may change directory before a run ends.
+        launch = Launch.of_this_process(trace_scope=scope == "trace")
+
+        def recording_run() -> RecordingRun:
+            run = RecordingRun(_agent_name(), run_id)
+            launched_run(run.run_id, launch)  # its alert names this program's command line, not --entry
+            return run
+
+        _install(recording_run, scope, replaying=False)
     elif mode == "replay":
         _install(_replaying_run, scope, replaying=True)
     else:
