@@ -432,7 +432,7 @@ def test_replay_where_a_run_that_succeeded_now_fails_exits_3(agent: ModuleType, 
 HANDLED_SOURCE = """
 import spanreplay
 
-SETTINGS = {"notify": True}
+SETTINGS = {"notify": True, "clock": True}
 
 
 class CardDeclined(Exception):
@@ -459,7 +459,8 @@ def main():
     except CardDeclined:
         if SETTINGS["notify"]:
             spanreplay.boundary("tool", "notify", {"order": "A1"}, lambda: "sent")
-        spanreplay.now()
+        if SETTINGS["clock"]:
+            spanreplay.now()
         raise
 """
 
@@ -498,13 +499,25 @@ def test_a_replay_that_reaches_the_recorded_error_skipping_steps_names_the_first
     handled: tuple[ModuleType, str],
 ) -> None:
     module, run_id = handled
-    module.SETTINGS["notify"] = False
+    module.SETTINGS.update(notify=False, clock=False)
     result = invoke("replay", "traces", run_id, "--entry", f"{module.__name__}:main")
     assert result.exit_code == EXIT_REPRODUCED, result.output
     assert (
         "CardDeclined: A1 was declined was raised again, as recorded at seq 3 (tool 'carrier'), but the replay never "
-        "asked for 1 of the 6 recorded steps, the first at seq 5 (tool 'notify'): it reached the error another way"
+        "asked for 2 of the 6 recorded steps, the first at seq 5 (tool 'notify'): it reached the error another way"
     ) in " ".join(result.stdout.split())
+
+
+def test_a_step_skipped_before_a_later_one_is_a_divergence_at_the_skipped_step(
+    handled: tuple[ModuleType, str],
+) -> None:
+    module, run_id = handled
+    module.SETTINGS["notify"] = False  # the clock read after it is then out of the recorded order
+    result = invoke("replay", "traces", run_id, "--entry", f"{module.__name__}:main")
+    assert result.exit_code == EXIT_DIVERGED, result.output
+    told = " ".join(result.stderr.split())
+    assert "diverged at seq 5: the code made a call out of the recorded order" in told
+    assert "Recorded: tool 'notify'" in told
 
 
 def test_replay_rebuilds_an_error_recorded_by_the_entry_run_as_a_script(
