@@ -31,6 +31,7 @@ from ._config import Settings, configure, settings
 from ._events import ErrorInfo, Event, EventLog, RunInfo, RunSummary
 from ._loader import load, runs
 from ._run import Mode, RecordingRun, ReplayingRun, Run, boundary, current_run, record, replay
+from ._typed import register_type
 from .errors import (
     ConfigurationError,
     DifferentCallError,
@@ -46,6 +47,7 @@ from .errors import (
     SpanReplayError,
     TraceFormatError,
     UnexpectedCallError,
+    UnservableOutputError,
 )
 from .instrumentation.tools import tool
 from .masking import MaskingConfig
@@ -89,6 +91,7 @@ __all__ = [
     "SpanReplayWarning",
     "TraceFormatError",
     "UnexpectedCallError",
+    "UnservableOutputError",
     "__version__",
     "boundary",
     "configure",
@@ -99,6 +102,7 @@ __all__ = [
     "random",
     "record",
     "register_error_rebuilder",
+    "register_type",
     "replay",
     "runs",
     "settings",
