@@ -816,9 +816,12 @@ def _served(event: Event, decode: Decoder | None) -> Any:
         raise _codec.rebuild_error(event.error)
     output = event.output_json
     value = None if output is None else orjson.loads(output)
+    if decode is None:
+        # Plain JSON (no type tags) is served as it was loaded: the common case, kept short.
+        return value if event.output_types is None else _typed.served(event, value, None)
     if event.output_types is not None or type(decode) is _typed.ReturnDecoder:
         return _typed.served(event, value, decode)
-    return decode(value) if decode is not None else value
+    return decode(value)
 
 
 async def _served_async(event: Event, decode: Decoder | None) -> Any:
