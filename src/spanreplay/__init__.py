@@ -31,6 +31,7 @@ from ._config import Settings, configure, settings
 from ._events import ErrorInfo, Event, EventLog, RunInfo, RunSummary
 from ._loader import load, runs
 from ._run import Mode, RecordingRun, ReplayingRun, Run, boundary, current_run, record, replay
+from ._typed import register_type
 from .errors import (
     ConfigurationError,
     DifferentCallError,
@@ -47,6 +48,7 @@ from .errors import (
     SpanReplayError,
     TraceFormatError,
     UnexpectedCallError,
+    UnservableOutputError,
 )
 from .instrumentation.tools import tool
 from .masking import MaskingConfig
@@ -91,6 +93,7 @@ __all__ = [
     "SpanReplayWarning",
     "TraceFormatError",
     "UnexpectedCallError",
+    "UnservableOutputError",
     "__version__",
     "boundary",
     "configure",
@@ -101,6 +104,7 @@ __all__ = [
     "random",
     "record",
     "register_error_rebuilder",
+    "register_type",
     "replay",
     "runs",
     "settings",

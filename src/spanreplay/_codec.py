@@ -378,6 +378,7 @@ def span_to_event(span: SpanRecord) -> Event:
     input_json = read_payload(attrs, sc.INPUT, run_id=run_id, seq=seq, origin=where)
     output_json = read_payload(attrs, sc.OUTPUT, run_id=run_id, seq=seq, origin=where)
     error_json = read_payload(attrs, sc.ERROR, run_id=run_id, seq=seq, origin=where)
+    output_types = read_payload(attrs, sc.OUTPUT_TYPES, run_id=run_id, seq=seq, origin=where) if output_json else None
     if input_json is None or (output_json is None and error_json is None):
         # Every boundary records an input and then an output or an error: a span without
         # them lost its attributes (the SDK evicts the oldest past its count limit), and
@@ -415,6 +416,7 @@ def span_to_event(span: SpanRecord) -> Event:
         start_ns=span.start_ns,
         end_ns=span.end_ns,
         attributes=extra,
+        output_types=output_types,
     )
 
 

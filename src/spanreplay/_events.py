@@ -52,6 +52,9 @@ class Event:
     start_ns: int = 0
     end_ns: int = 0
     attributes: Mapping[str, Any] = field(default_factory=dict)
+    # The output's type tags (``spanreplay.output.types``, JSON), when it held values
+    # JSON cannot say; None for plain JSON.
+    output_types: bytes | None = None
 
     @property
     def input(self) -> Any:

@@ -30,7 +30,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
-from . import _branches, _codec
+from . import _branches, _codec, _typed
 from . import _semconv as sc
 from ._alerts import run_failed
 from ._config import masker, settings
@@ -639,14 +639,25 @@ class RecordingRun(Run):
             return
         try:
             attributes: dict[str, Any] = {sc.AWAITED: True} if awaited else {}
+            types = None
             if exc is None:
-                part, name, value = "output", sc.OUTPUT, result
+                # Values JSON cannot say (a datetime, a dataclass) are written as readable JSON
+                # and named by type tags beside it, so replay gives back the same types.
+                part, name, (value, types, unencodable) = "output", sc.OUTPUT, _typed.to_json(result)
+                if unencodable:
+                    _typed.report_unencodable(self, self.run_id, kind, key, unencodable)
             else:
                 part, name, value = "error", sc.ERROR, _codec.error_record(exc)
             _, data, masked = self._masked_payload(kind, key, part, value, _codec.encode_output)
             _codec.add_payload(attributes, name, data)
             if masked:
                 attributes[name + sc.MASKED_SUFFIX] = masked
+                if types is not None:
+                    # A masked value is recorded as its masked text: its tag goes (a tag for each
+                    # item, so that one masked item does not take its siblings' tags with it).
+                    types = _typed.without_masked(_typed.to_json(result, collapse=False)[1] or "{}", masked)
+            if types is not None:
+                _codec.add_payload(attributes, sc.OUTPUT_TYPES, types.encode())
             if exc is not None:
                 attributes[sc.ERROR_TYPE] = type(exc).__qualname__
             span.set_attributes(attributes)
@@ -948,7 +959,12 @@ def _served(event: Event, decode: Decoder | None) -> Any:
         raise _codec.rebuild_error(event.error)
     output = event.output_json
     value = None if output is None else orjson.loads(output)
-    return decode(value) if decode is not None else value
+    if decode is None:
+        # Plain JSON (no type tags) is served as it was loaded: the common case, kept short.
+        return value if event.output_types is None else _typed.served(event, value, None)
+    if event.output_types is not None or type(decode) is _typed.ReturnDecoder:
+        return _typed.served(event, value, decode)
+    return decode(value)
 
 
 async def _served_async(event: Event, decode: Decoder | None) -> Any:

@@ -44,6 +44,10 @@ SCHEMA: Final = "spanreplay.schema_version"
 INPUT: Final = "spanreplay.input"
 OUTPUT: Final = "spanreplay.output"
 ERROR: Final = "spanreplay.error"
+# Beside an output that holds values JSON cannot say (a datetime, a dataclass, a set):
+# a payload (text or chunks, .size, .sha256) holding a JSON object that maps the JSON
+# path of each such value to its type tag. Absent: the output is plain JSON.
+OUTPUT_TYPES: Final = "spanreplay.output.types"
 # True when the work was awaited (an async function, or a callable that returned a
 # coroutine): replay then hands back an awaitable too. Absent means not awaited.
 AWAITED: Final = "spanreplay.awaited"

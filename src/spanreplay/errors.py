@@ -16,6 +16,7 @@ Every error is a sentence that names the bad value and the way out. The tree::
         ├── DifferentCallError                    a different call at that point
         ├── InputChangedError                     the same call with a changed input
         ├── LeftoverEventsError                   the run ended with recorded events left over
+        ├── UnservableOutputError                 a recorded output that cannot come back as its type
         └── OutcomeChangedError                   the run ended differently from the recording
 """
 
@@ -41,6 +42,7 @@ __all__ = [
     "TraceFailed",
     "TraceFormatError",
     "UnexpectedCallError",
+    "UnservableOutputError",
 ]
 
 
@@ -218,6 +220,52 @@ class LeftoverEventsError(ReplayDivergenceError):
 class OutcomeChangedError(ReplayDivergenceError):
     """Every step matched, but the run ended differently (a recorded failure did not recur,
     or a run that succeeded failed on replay with an error of its own)."""
+
+
+class UnservableOutputError(ReplayDivergenceError):
+    """A recorded output that replay cannot hand back with the type it had.
+
+    Raised instead of serving a value of another type: the tool returned something
+    spanreplay could not record (a socket, a generator), the recording names a class
+    replay was not told it may build, or the recorded value no longer fits its class.
+    Replay cannot go on past such a step, so it ends the replay as a divergence does.
+
+    Attributes:
+        run_id: the run being replayed.
+        seq: the step whose output it is.
+        kind: the boundary's kind (``"tool"``).
+        key: the boundary's key (the tool's name).
+        path: where in the output the value sits (``$`` for the output itself).
+        type_name: the type the value had when it was recorded.
+        reason: ``"unencodable"``, ``"unregistered"``, ``"cannot rebuild"`` or ``"unknown tag"``.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        run_id: str,
+        seq: int,
+        call_id: str,
+        kind: str,
+        key: str,
+        path: str,
+        type_name: str,
+        reason: str,
+    ) -> None:
+        super().__init__(
+            message,
+            run_id=run_id,
+            seq=seq,
+            call_id=call_id,
+            recorded=f"the output of {kind} {key!r} holds a {type_name} at {path} ({reason})",
+            attempted=f"serve it as a {type_name}",
+        )
+        self.kind = kind
+        self.key = key
+        self.path = path
+        self.type_name = type_name
+        self.reason = reason
 
 
 class TraceFailed(SpanReplayError):

@@ -8,11 +8,14 @@ from collections.abc import Callable
 from typing import Any, TypeVar, overload
 
 from .. import _semconv as sc
-from .._run import run_for_boundary
+from .._run import Mode, run_for_boundary
+from .._typed import ReturnDecoder
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 __all__ = ["tool"]
+
+_REPLAY = Mode.REPLAY
 
 # Parameters that identify the receiver, not the call: left out of the input.
 _RECEIVERS = frozenset({"self", "cls"})
@@ -62,8 +65,12 @@ def tool(fn: F | None = None, /, *, name: str | None = None) -> F | Callable[[F]
 
     The input is the bound arguments, ``{parameter: value}`` with defaults
     applied; the output is the return value. In replay mode the function body
-    never runs: the recorded return value (decoded from JSON) or the recorded
-    exception comes back instead. Outside any run the function runs untouched.
+    never runs: the recorded return value or the recorded exception comes back
+    instead. The value comes back with the types it had (a dataclass, a datetime,
+    a set, ...): the function's return annotation says which where it names them,
+    and the types recorded beside the output say the rest (see
+    ``spanreplay.register_type`` for classes of your own). Outside any run the
+    function runs untouched.
 
     Use as ``@spanreplay.tool`` or ``@spanreplay.tool(name="search")``.
     """
@@ -72,6 +79,16 @@ def tool(fn: F | None = None, /, *, name: str | None = None) -> F | Callable[[F]
         key = name or func.__name__
         bind = _Binder(func)
         what = f"tool {key!r}"  # how errors and warnings name this boundary
+        # The return annotation is read the first time the tool is replayed, not here:
+        # it may name a class defined after the function. Then held here: None when the
+        # annotation asks for nothing JSON does not give (most tools), so replay skips it.
+        returns = ReturnDecoder(func)
+        resolved: list[ReturnDecoder | None] = []
+
+        def decoder() -> ReturnDecoder | None:
+            if not resolved:
+                resolved.append(returns.decoder())
+            return resolved[0]
 
         if inspect.iscoroutinefunction(func):
 
@@ -81,7 +98,8 @@ def tool(fn: F | None = None, /, *, name: str | None = None) -> F | Callable[[F]
                 if run is None:
                     return await func(*args, **kwargs)
                 call = functools.partial(func, *args, **kwargs)
-                return await run._call(sc.KIND_TOOL, key, bind(args, kwargs), call, True, None, None)
+                decode = (resolved[0] if resolved else decoder()) if run.mode is _REPLAY else None
+                return await run._call(sc.KIND_TOOL, key, bind(args, kwargs), call, True, decode, None)
 
             return async_wrapper  # type: ignore[return-value]
 
@@ -91,7 +109,8 @@ def tool(fn: F | None = None, /, *, name: str | None = None) -> F | Callable[[F]
             if run is None:
                 return func(*args, **kwargs)
             call = functools.partial(func, *args, **kwargs)
-            return run._call(sc.KIND_TOOL, key, bind(args, kwargs), call, False, None, None)
+            decode = (resolved[0] if resolved else decoder()) if run.mode is _REPLAY else None
+            return run._call(sc.KIND_TOOL, key, bind(args, kwargs), call, False, decode, None)
 
         return wrapper  # type: ignore[return-value]
 

@@ -106,6 +106,9 @@ def step_params(span: SpanRecord) -> dict[str, Any]:
         where = span.origin or f"span {span.span_id}"
         error_json = _codec.read_payload(span.attributes, sc.ERROR, run_id=event.run_id, seq=event.seq, origin=where)
     attributes = dict(event.attributes)
+    if event.output_types is not None:
+        # The output's type tags ride in the attributes column: the row keeps what replay needs.
+        attributes[sc.OUTPUT_TYPES] = event.output_types.decode()
     return {
         "run_id": event.run_id,
         "step_number": event.seq,
@@ -176,6 +179,8 @@ def event_from_row(row: tuple[Any, ...], origin: str) -> Event:
     """An Event from the ``STEP_COLUMNS`` of one ``agent_steps`` row."""
     (run_id, seq, kind, key, call_id, input_text, output_text, error_text, version, trace_id, span_id,
      start_ns, end_ns, attributes) = row  # fmt: skip
+    extra = orjson.loads(attributes)
+    output_types = extra.pop(sc.OUTPUT_TYPES, None)
     return Event(
         run_id=run_id,
         seq=seq,
@@ -190,7 +195,8 @@ def event_from_row(row: tuple[Any, ...], origin: str) -> Event:
         span_id=span_id,
         start_ns=start_ns,
         end_ns=end_ns,
-        attributes=orjson.loads(attributes),
+        attributes=extra,
+        output_types=output_types.encode() if isinstance(output_types, str) else None,
     )
 
 
