@@ -58,6 +58,7 @@ class ReplayEngine:
         self._children: dict[str, list[Event]] = {}
         # What serving a call serves with it: the calls recorded inside it, branches included.
         self._nested: dict[str, list[Event]] = {}
+        self._by_call_id = {event.call_id: event for event in log.events}
         # Each call's scope and its index among the scope's siblings.
         self._position: dict[str, tuple[str, int]] = {}
         for event in log.events:
@@ -110,13 +111,27 @@ class ReplayEngine:
     def take(self, scope_id: str, call_id: str, kind: str, key: str, seq: int, input_json: bytes) -> Event:
         """The recorded event for this call, or the divergence error that explains why not."""
         with self._lock:
+            # The common case first: the recorded call, unchanged, next in its scope.
+            event = self._by_call_id.get(call_id)
+            if (
+                event is not None
+                and event.kind == kind
+                and event.key == key
+                and call_id not in self._served
+                and (event.input_json == input_json or self._same_input(event.input_json, input_json))
+            ):
+                scope, index = self._position[call_id]
+                if self._cursor.get(scope, 0) == index:
+                    self._cursor[scope] = index + 1
+                    self._serve(event)
+                    return event
             try:
                 return self._take(scope_id, call_id, kind, key, seq, input_json)
             except ReplayDivergenceError as error:
                 raise self._diverged(error) from None
 
     def _take(self, scope_id: str, call_id: str, kind: str, key: str, seq: int, input_json: bytes) -> Event:
-        event = self.log.by_call_id(call_id)
+        event = self._by_call_id.get(call_id)
         same_call = event is not None and event.kind == kind and event.key == key
         if (
             event is not None
