@@ -855,9 +855,9 @@ class ReplayingRun(Run):
         else:
             then = f"and the run then ended with {type(exc).__qualname__}: {exc}"
         first.add_note(
-            f"The code caught this error{where} and went on, {then}. From the first divergence on, "
-            "the replay ran on a path the recording does not have, so it ends as diverged; this is "
-            "that first divergence, raised again as the replay ends."
+            f"The code caught this error{where} and went on, {then}. From that point the replay ran "
+            "on a path the recording does not have, so it ends as diverged, with this first error "
+            "raised again."
         )
         raise first
 
