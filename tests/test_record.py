@@ -361,6 +361,11 @@ def _attribute_literals(path: Path) -> list[str]:
 # The modules of the record and replay path; every other part reads the names from there too.
 _CORE = (
     "_run.py",
+    "_runs.py",
+    "_recording.py",
+    "_replaying.py",
+    "_calls.py",
+    "_branches.py",
     "_replay.py",
     "_codec.py",
     "_config.py",

@@ -108,6 +108,13 @@ GEN_AI_USAGE_COST: Final = "gen_ai.usage.cost"
 GEN_AI_INPUT_MESSAGES: Final = "gen_ai.input.messages"
 GEN_AI_OUTPUT_MESSAGES: Final = "gen_ai.output.messages"
 GEN_AI_SYSTEM_INSTRUCTIONS: Final = "gen_ai.system_instructions"
+# The opt-in GenAI message-content attributes (JSON text), each with the payload part it
+# repeats: masked like that part.
+CONTENT_ATTRIBUTES: Final = (
+    (GEN_AI_INPUT_MESSAGES, "input"),
+    (GEN_AI_SYSTEM_INSTRUCTIONS, "input"),
+    (GEN_AI_OUTPUT_MESSAGES, "output"),
+)
 # The conventions' switch for the content attributes above.
 GEN_AI_CAPTURE_CONTENT_ENV: Final = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 SERVER_ADDRESS: Final = "server.address"

@@ -99,7 +99,7 @@ def tool(fn: F | None = None, /, *, name: str | None = None) -> F | Callable[[F]
                     return await func(*args, **kwargs)
                 call = functools.partial(func, *args, **kwargs)
                 decode = (resolved[0] if resolved else decoder()) if run.mode is _REPLAY else None
-                return await run._call(sc.KIND_TOOL, key, bind(args, kwargs), call, True, decode, None)
+                return await run.call_boundary(sc.KIND_TOOL, key, bind(args, kwargs), call, True, decode, None)
 
             return async_wrapper  # type: ignore[return-value]
 
@@ -110,7 +110,7 @@ def tool(fn: F | None = None, /, *, name: str | None = None) -> F | Callable[[F]
                 return func(*args, **kwargs)
             call = functools.partial(func, *args, **kwargs)
             decode = (resolved[0] if resolved else decoder()) if run.mode is _REPLAY else None
-            return run._call(sc.KIND_TOOL, key, bind(args, kwargs), call, False, decode, None)
+            return run.call_boundary(sc.KIND_TOOL, key, bind(args, kwargs), call, False, decode, None)
 
         return wrapper  # type: ignore[return-value]
 

@@ -1,0 +1,413 @@
+"""Record mode: the real work runs, and each boundary becomes a span with its input and outcome."""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import re
+import secrets
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from types import TracebackType
+from typing import Any, Final, TypeVar
+
+import orjson
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry.trace import SpanKind, Status, StatusCode
+
+from . import _codec, _typed
+from . import _semconv as sc
+from ._alerts import run_failed
+from ._calls import Call
+from ._config import settings
+from ._runs import (
+    Decoder,
+    Mode,
+    Run,
+    Scope,
+    current_scope_var,
+)
+from .errors import (
+    ConfigurationError,
+)
+from .masking import MaskingSession
+
+logger = logging.getLogger("spanreplay")
+
+T = TypeVar("T")
+
+__all__ = ["RecordingRun", "new_run_id"]
+
+
+_RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,200}$")
+
+
+def new_run_id(now: datetime | None = None) -> str:
+    """``run_20261129_021503_a1b2c3d4``: the UTC start time, then 32 random bits."""
+    now = now or datetime.now(UTC)
+    return f"run_{now:%Y%m%d_%H%M%S}_{secrets.token_hex(4)}"
+
+
+# Results that cannot be awaitable: skips the slower isawaitable() check for most tools.
+_PLAIN_RESULTS = frozenset({dict, list, str, int, float, bool, type(None), tuple, bytes})
+
+# What a payload that could not be masked is recorded as: what could not be masked
+# is not recorded at all.
+_WITHHELD: Final = "<unmasked value withheld>"
+_MASKING_FAILED: Final = '[{"path":"$","rule":"masking_failed"}]'
+
+
+class RecordingRun(Run):
+    """A run in record mode: real work runs, each boundary becomes a span."""
+
+    mode = Mode.RECORD
+
+    def __init__(self, agent: str, run_id: str | None = None, *, forked_from: str | None = None) -> None:
+        if run_id is not None and not _RUN_ID.match(run_id):
+            raise ConfigurationError(
+                f"Run id {run_id!r} cannot name a trace file; use letters, digits, '_', '.' and '-' "
+                "(or leave run_id out to get run_YYYYMMDD_HHMMSS_xxxxxxxx)."
+            )
+        super().__init__(run_id or new_run_id(), agent)
+        self.forked_from = forked_from
+        self._span: trace.Span | None = None
+        self._strict = False
+        self._failed = False  # an internal failure was logged: log later ones quietly
+        self._tracer: trace.Tracer = trace.NoOpTracer()
+        # Masking runs on every payload before the codec sees it; one session per run
+        # remembers what it masked.
+        self._masking: MaskingSession | None = None
+        # A model call's input repeats the conversation so far: written as a reference to the last one.
+        self._inputs = _codec.InputHistory()
+        # (kind, key) -> what each of its spans starts with (see _boundary).
+        self._boundaries: dict[tuple[str, str], tuple[str, SpanKind, dict[str, Any]]] = {}
+
+    def __enter__(self) -> RecordingRun:
+        ctx: otel_context.Context | None = None
+        try:
+            config = settings()
+            self._strict = config.strict
+            self._tracer = config.tracer
+            if config.masker is not None and config.masker.enabled:
+                self._masking = config.masker.session()
+            attributes: dict[str, Any] = {
+                sc.RUN_ID: self.run_id,
+                sc.RUN_STATUS: sc.RUN_STATUS_RUNNING,
+                sc.SCHEMA: sc.SCHEMA_VERSION,
+                sc.GEN_AI_OPERATION_NAME: sc.OPERATION_INVOKE_AGENT,
+                sc.GEN_AI_AGENT_NAME: self.agent,
+                sc.RUN_MASKING: config.masker.fingerprint if config.masker is not None else "off",
+            }
+            if self.forked_from:
+                attributes[sc.RUN_FORKED_FROM] = self.forked_from
+            self._span = self._tracer.start_span(
+                sc.run_span_name(self.agent), kind=SpanKind.INTERNAL, attributes=attributes
+            )
+            ctx = trace.set_span_in_context(self._span)
+        except Exception:
+            # Without a tracer the boundaries still run their real work, unrecorded.
+            self._tracer = trace.NoOpTracer()
+            self.internal_failure("start the run span")
+        self.root.context = ctx
+        self._activate(ctx)
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._end_pending_calls()
+        span = self._span
+        try:
+            if span is not None:
+                steps = next(self._seq) - 1
+                attributes: dict[str, Any] = {sc.RUN_STEPS: steps}
+                if exc is None:
+                    attributes[sc.RUN_STATUS] = sc.RUN_STATUS_OK
+                    span.set_status(Status(StatusCode.OK))
+                else:
+                    attributes[sc.RUN_STATUS] = sc.RUN_STATUS_ERROR
+                    attributes[sc.ERROR_TYPE] = type(exc).__qualname__
+                    record, masked = self.mask("run", self.agent, "error", _codec.error_record(exc))
+                    _codec.add_payload(attributes, sc.RUN_ERROR, _codec.encode_output(record))
+                    if masked:
+                        attributes[sc.RUN_ERROR + sc.MASKED_SUFFIX] = masked
+                    span.set_status(Status(StatusCode.ERROR, type(exc).__qualname__))
+                span.set_attributes(attributes)
+                span.end()
+        except Exception:
+            self.internal_failure("end the run span")
+        finally:
+            self._deactivate()
+        if span is not None and isinstance(exc, Exception):  # not for Ctrl-C or sys.exit()
+            try:
+                run_failed(self.run_id, self.agent, exc, tb)
+            except Exception:
+                self.internal_failure("log the failure alert")
+
+    def internal_failure(self, what: str) -> None:
+        """Report a failure of spanreplay's own: raised when strict, else logged once per run."""
+        if self._strict:
+            raise
+        if self._failed:
+            logger.debug("spanreplay could not %s for run %s", what, self.run_id, exc_info=True)
+            return
+        self._failed = True
+        logger.exception(
+            "spanreplay could not %s for run %s; the agent continues with less telemetry (further "
+            "failures of this run are logged at DEBUG level)",
+            what,
+            self.run_id,
+        )
+
+    def call_boundary(
+        self,
+        kind: str,
+        key: str,
+        input: Any,
+        fn: Callable[[], Any],
+        is_async: bool,
+        decode: Decoder | None,
+        attributes: dict[str, Any] | None,
+    ) -> Any:
+        scope = self._scope()
+        # Ids are taken now, when the boundary is called, not when its work runs or
+        # completes: sibling tasks of one gather() get their ordinals in call order.
+        call_id = scope.next_call_id(kind, key)
+        seq = next(self._seq)
+        if is_async:
+            return self._record_async(scope, call_id, seq, kind, key, input, fn, attributes)
+        span, child = self._start(scope, call_id, seq, kind, key, input, attributes)
+        scope_token = current_scope_var.set(child)
+        otel_token = otel_context.attach(child.context) if child.context is not None else None
+        try:
+            result = fn()
+        except BaseException as exc:
+            self.finish_boundary(span, kind, key, None, exc)
+            raise
+        finally:
+            if otel_token is not None:
+                otel_context.detach(otel_token)
+            current_scope_var.reset(scope_token)
+        if type(result) not in _PLAIN_RESULTS and inspect.isawaitable(result):
+            # fn was a plain callable that returned a coroutine (``lambda: client.get(url)``):
+            # the work runs when the caller awaits, so record what the await gives.
+            return self._record_awaited(span, kind, key, child, result)
+        self.finish_boundary(span, kind, key, result, None)
+        return result
+
+    async def _record_async(
+        self,
+        scope: Scope,
+        call_id: str,
+        seq: int,
+        kind: str,
+        key: str,
+        input: Any,
+        fn: Callable[[], Awaitable[Any]],
+        attributes: dict[str, Any] | None,
+    ) -> Any:
+        span, child = self._start(scope, call_id, seq, kind, key, input, attributes)
+        return await self._record_awaited(span, kind, key, child, fn())
+
+    async def _record_awaited(
+        self, span: trace.Span | None, kind: str, key: str, child: Scope, awaitable: Awaitable[Any]
+    ) -> Any:
+        scope_token = current_scope_var.set(child)
+        otel_token = otel_context.attach(child.context) if child.context is not None else None
+        try:
+            result = await awaitable
+        except BaseException as exc:
+            self.finish_boundary(span, kind, key, None, exc, awaited=True)
+            raise
+        finally:
+            if otel_token is not None:
+                otel_context.detach(otel_token)
+            current_scope_var.reset(scope_token)
+        self.finish_boundary(span, kind, key, result, None, awaited=True)
+        return result
+
+    def _start(
+        self,
+        scope: Scope,
+        call_id: str,
+        seq: int,
+        kind: str,
+        key: str,
+        input: Any,
+        extra: dict[str, Any] | None,
+    ) -> tuple[trace.Span | None, Scope]:
+        try:
+            boundary = self._boundaries.get((kind, key))
+            if boundary is None:
+                boundary = self._boundary(kind, key)
+            name, span_kind, constant = boundary
+            # Extra attributes go first: past its count limit the SDK evicts the oldest,
+            # and losing a GenAI attribute is better than losing the replay payload.
+            # Copying the boundary's attributes keeps their order; the seq and call id
+            # then fill the slots held for them.
+            attributes: dict[str, Any] = {**extra, **constant} if extra else constant.copy()
+            attributes[sc.SEQ] = seq
+            attributes[sc.CALL_ID] = call_id
+            input, data, masked = self._masked_payload(kind, key, "input", input, _codec.encode_input)
+            self._inputs.add_input(attributes, kind, key, seq, input, data)
+            if masked:
+                attributes[sc.INPUT + sc.MASKED_SUFFIX] = masked
+            if extra:  # the only way message content gets here
+                self.mask_content(kind, key, attributes)
+            span = self._tracer.start_span(
+                name,
+                context=scope.context,
+                kind=span_kind,
+                attributes=attributes,
+            )
+            return span, Scope(self, call_id, trace.set_span_in_context(span))
+        except Exception:
+            self.internal_failure(f"start the span of {kind} {key!r}")
+            return None, Scope(self, call_id, scope.context)
+
+    def _boundary(self, kind: str, key: str) -> tuple[str, SpanKind, dict[str, Any]]:
+        """A boundary's span name, span kind and the attributes every call of it starts with.
+
+        The same for each call of one kind and key in a run: made once, copied per call.
+        The seq and call id are held in their place (filled in per call) so the
+        attributes keep the order the trace file has always written them in.
+        """
+        constant: dict[str, Any] = {
+            sc.RUN_ID: self.run_id,
+            sc.SEQ: 0,
+            sc.CALL_ID: "",
+            sc.KIND: kind,
+            sc.KEY: key,
+            sc.SCHEMA: sc.SCHEMA_VERSION,
+        }
+        if kind == sc.KIND_TOOL:
+            constant[sc.GEN_AI_OPERATION_NAME] = sc.OPERATION_EXECUTE_TOOL
+            constant[sc.GEN_AI_TOOL_NAME] = key
+        boundary = (
+            sc.boundary_span_name(kind, key),
+            SpanKind.CLIENT if kind == sc.KIND_MODEL else SpanKind.INTERNAL,
+            constant,
+        )
+        if len(self._boundaries) < 1024:  # a run with ever new keys does not grow it without end
+            self._boundaries[(kind, key)] = boundary
+        return boundary
+
+    def finish_boundary(
+        self,
+        span: trace.Span | None,
+        kind: str,
+        key: str,
+        result: Any,
+        exc: BaseException | None,
+        *,
+        awaited: bool = False,
+    ) -> None:
+        if span is None:
+            return
+        try:
+            attributes: dict[str, Any] = {sc.AWAITED: True} if awaited else {}
+            types = None
+            if exc is None:
+                # Values JSON cannot say (a datetime, a dataclass) are written as readable JSON
+                # and named by type tags beside it, so replay gives back the same types.
+                part, name, (value, types, unencodable) = "output", sc.OUTPUT, _typed.to_json(result)
+                if unencodable:
+                    _typed.report_unencodable(self, self.run_id, kind, key, unencodable)
+            else:
+                part, name, value = "error", sc.ERROR, _codec.error_record(exc)
+            _, data, masked = self._masked_payload(kind, key, part, value, _codec.encode_output)
+            _codec.add_payload(attributes, name, data)
+            if masked:
+                attributes[name + sc.MASKED_SUFFIX] = masked
+                if types is not None:
+                    # A masked value is recorded as its masked text: its tag goes (a tag for each
+                    # item, so that one masked item does not take its siblings' tags with it).
+                    types = _typed.without_masked(_typed.to_json(result, collapse=False)[1] or "{}", masked)
+            if types is not None:
+                _codec.add_payload(attributes, sc.OUTPUT_TYPES, types.encode())
+            if exc is not None:
+                attributes[sc.ERROR_TYPE] = type(exc).__qualname__
+            span.set_attributes(attributes)
+            if exc is not None:
+                span.set_status(Status(StatusCode.ERROR, type(exc).__qualname__))
+            span.end()
+        except Exception:
+            self.internal_failure("finish a boundary span")
+
+    def mask(self, kind: str, key: str, part: str, value: Any) -> tuple[Any, str | None]:
+        """``value`` masked, and the JSON list of the paths masked (None when none were)."""
+        session = self._masking
+        if session is None:
+            return value, None
+        try:
+            result = session.mask(kind, key, value, part=part)
+        except Exception:
+            self.internal_failure(f"mask the {part} of {kind} {key!r}")
+            # What could not be masked is not recorded at all.
+            return _WITHHELD, _MASKING_FAILED
+        if not result.fired:
+            return result.value, None
+        return result.value, orjson.dumps(result.fired_records()).decode()
+
+    def _masked_payload(
+        self, kind: str, key: str, part: str, value: Any, encode: Callable[[Any], bytes]
+    ) -> tuple[Any, bytes, str | None]:
+        """``value`` masked, its JSON written by ``encode``, and the JSON list of the paths
+        masked (None when none were).
+
+        The payload is encoded first and masking reads those bytes: a payload in which
+        nothing can be masked (most) is settled by one scan of them, and its JSON is
+        written once.
+        """
+        try:
+            data = encode(value)
+        except Exception:
+            # Not JSON as it is: masking goes first, as it may replace what could not be
+            # encoded (or withhold it); the encoding then raises if it still cannot.
+            value, masked = self.mask(kind, key, part, value)
+            return value, encode(value), masked
+        session = self._masking
+        if session is None:
+            return value, data, None
+        try:
+            result = session.mask_encoded(kind, key, value, data, part=part)
+        except Exception:
+            self.internal_failure(f"mask the {part} of {kind} {key!r}")
+            return _WITHHELD, encode(_WITHHELD), _MASKING_FAILED
+        if result is None:
+            return value, data, None
+        return result.value, encode(result.value), orjson.dumps(result.fired_records()).decode()
+
+    def mask_content(self, kind: str, key: str, attributes: dict[str, Any]) -> None:
+        """Mask the opt-in GenAI message-content attributes (JSON text) in place."""
+        if self._masking is None:
+            return
+        for name, part in sc.CONTENT_ATTRIBUTES:
+            text = attributes.get(name)
+            if isinstance(text, str):
+                try:
+                    content = orjson.loads(text)
+                except orjson.JSONDecodeError:
+                    content = text
+                masked, _ = self.mask(kind, key, part, content)
+                attributes[name] = masked if isinstance(masked, str) else orjson.dumps(masked).decode()
+
+    def begin(
+        self,
+        kind: str,
+        key: str,
+        input: Any,
+        *,
+        attributes: dict[str, Any] | None = None,
+        span_name: str | None = None,
+    ) -> Call:
+        scope = self._scope()
+        call_id = scope.next_call_id(kind, key)
+        seq = next(self._seq)
+        span, child = self._start(scope, call_id, seq, kind, key, input, attributes)
+        if span is not None and span_name is not None:
+            span.update_name(span_name)
+        call = Call(self, kind, key, call_id, seq, child, span=span)
+        self.pending_calls[id(call)] = call
+        return call

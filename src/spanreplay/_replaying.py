@@ -1,0 +1,315 @@
+"""Replay mode: every boundary is served from the recording, and the real work never runs."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Sequence
+from contextvars import Token
+from types import TracebackType
+from typing import Any, TypeVar
+
+import orjson
+
+from . import _codec, _typed
+from . import _semconv as sc
+from ._calls import Call
+from ._config import masker
+from ._events import ErrorInfo, Event, EventLog
+from ._replay import ReplayEngine
+from ._runs import (
+    Decoder,
+    Mode,
+    Outcome,
+    Run,
+    Scope,
+    current_run_var,
+    current_scope_var,
+)
+from .errors import (
+    ConfigurationError,
+    OutcomeChangedError,
+    RecordedError,
+    ReplayDivergenceError,
+    SpanReplayError,
+)
+from .masking import MaskingSession
+
+logger = logging.getLogger("spanreplay")
+
+T = TypeVar("T")
+
+__all__ = ["JoinedReplay", "ReplayingRun"]
+
+
+class ReplayingRun(Run):
+    """A run in replay mode: every boundary is served from the recording.
+
+    Attributes:
+        events: the EventLog being replayed.
+        outcome: after the run ends, an ``Outcome`` (a string): ``"completed"``, ``"reproduced"``
+            (the recorded failure happened again), ``"diverged"`` or ``"failed"``.
+    """
+
+    mode = Mode.REPLAY
+
+    def __init__(self, events: EventLog, *, ignore_paths: Sequence[str] = (), strict: bool = True) -> None:
+        super().__init__(events.run_id, events.run.agent)
+        self.events = events
+        self.engine = ReplayEngine(events, ignore_paths=ignore_paths)
+        self.strict = strict
+        self.outcome: Outcome | None = None
+        # Call ids with branch scopes came with schema 3; a run recorded before is replayed
+        # as it was recorded: tasks and threads share the scope that started them.
+        self.branches = any(e.schema_version >= sc.SCHEMA_VERSION_BRANCHES for e in events)
+        # Inputs are compared in their masked form, masked as when recording: a
+        # masked value that a served output handed to the next input matches.
+        current = masker()
+        recorded = events.run.masking
+        if recorded is not None and recorded != current.fingerprint:
+            raise ConfigurationError(_masking_mismatch(events.run_id, recorded, current.fingerprint))
+        self._masking: MaskingSession | None = current.session() if current.enabled else None
+
+    def refuse(self, error: SpanReplayError) -> None:
+        self.engine.refuse(error)
+
+    def _context_run_id(self) -> str | None:
+        # Replay emits no spans: nothing started under it should be stamped as the run.
+        return None
+
+    def __enter__(self) -> ReplayingRun:
+        self._activate(None)
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._deactivate()
+        first = self.engine.first_failure
+        if first is not None and exc is not first and not _raised_from(exc, first):
+            self._raise_caught(first, exc)
+        if first is not None and not isinstance(first, ReplayDivergenceError):
+            self.outcome = Outcome.DIVERGED  # a boundary refused for want of a run (NoRunInContextError)
+            return
+        recorded = self.events.run.error
+        if isinstance(exc, ReplayDivergenceError):
+            if self.events.run.status == sc.RUN_STATUS_CRASHED and exc.recorded is None:
+                self.outcome = Outcome.REPRODUCED  # the code reached the point where the recorded process died
+            else:
+                self.outcome = Outcome.DIVERGED
+            return
+        if exc is not None:
+            if recorded is not None and _same_error(recorded, exc, self._masked_message):
+                self.outcome = Outcome.REPRODUCED
+                return
+            self.outcome = Outcome.FAILED
+            if isinstance(exc, Exception):
+                attempted = f"failed with {type(exc).__qualname__}: {exc}"
+                recorded_side = f"failed with {recorded}" if recorded else "did not fail"
+                raise OutcomeChangedError(
+                    f"Replay of run {self.run_id} {attempted}, but the recorded run {recorded_side}; every "
+                    f"step served matched the recording.\nRecorded: the run {recorded_side} (status "
+                    f"{self.events.run.status})\nAttempted: the run {attempted}\nThe change is in the code "
+                    "between the boundaries; the exception this one came from shows where.",
+                    run_id=self.run_id,
+                    seq=None,
+                    call_id=None,
+                    recorded=str(recorded) if recorded else f"run {self.events.run.status}",
+                    attempted=f"{type(exc).__qualname__}: {exc}",
+                ) from exc
+            return
+        if self.strict:
+            try:
+                self.engine.check_finished()
+            except ReplayDivergenceError:
+                self.outcome = Outcome.DIVERGED
+                raise
+        if recorded is not None and self.events.run.status == sc.RUN_STATUS_ERROR:
+            self.outcome = Outcome.DIVERGED
+            raise OutcomeChangedError(
+                f"Replay of run {self.run_id} completed, but the recorded run failed with {recorded}; every "
+                f"step served matched the recording.\nRecorded: the run failed with {recorded}\nAttempted: the "
+                "run completed without error\nThe failure no longer happens: the code between the boundaries "
+                "changed (or fixed it).",
+                run_id=self.run_id,
+                seq=None,
+                call_id=None,
+                recorded=str(recorded),
+                attempted="completed without error",
+            )
+        self.outcome = Outcome.COMPLETED
+
+    def _raise_caught(self, first: SpanReplayError, exc: BaseException | None) -> None:
+        """The first divergence decides the outcome, even when the code caught it and went on."""
+        self.outcome = Outcome.DIVERGED
+        if exc is not None and not isinstance(exc, Exception):
+            return  # Ctrl-C or sys.exit() goes on as it is
+        where = f" at seq {first.seq}" if isinstance(first, ReplayDivergenceError) and first.seq else ""
+        if exc is None:
+            then = "and the run then completed"
+        elif self.events.run.error is not None and _same_error(self.events.run.error, exc, self._masked_message):
+            then = (
+                f"and the run then failed with the recorded error ({self.events.run.error}), which does "
+                "not count as reproduced: the replay had left the recorded path before it"
+            )
+        else:
+            then = f"and the run then ended with {type(exc).__qualname__}: {exc}"
+        first.add_note(
+            f"The code caught this error{where} and went on, {then}. From that point the replay ran "
+            "on a path the recording does not have, so it ends as diverged, with this first error "
+            "raised again."
+        )
+        raise first
+
+    def call_boundary(
+        self,
+        kind: str,
+        key: str,
+        input: Any,
+        fn: Callable[[], Any],
+        is_async: bool,
+        decode: Decoder | None,
+        attributes: dict[str, Any] | None,
+    ) -> Any:
+        scope = self._scope()
+        call_id = scope.next_call_id(kind, key)
+        seq = next(self._seq)
+        event = self.engine.take(scope.call_id, call_id, kind, key, seq, self._encoded_input(kind, key, input, call_id))
+        if is_async or event.awaited:
+            return _served_async(event, decode)
+        return _served(event, decode)
+
+    def begin(
+        self,
+        kind: str,
+        key: str,
+        input: Any,
+        *,
+        attributes: dict[str, Any] | None = None,
+        span_name: str | None = None,
+        input_json: bytes | None = None,
+    ) -> Call:
+        """See ``Run.begin``; ``input_json`` is ``input`` already encoded by ``_codec.encode_input``.
+
+        A caller that had to encode the input anyway (to check it) passes the bytes,
+        and a large input is not encoded twice.
+        """
+        scope = self._scope()
+        call_id = scope.next_call_id(kind, key)
+        seq = next(self._seq)
+        data = self._encoded_input(kind, key, input, call_id, input_json)
+        event = self.engine.take(scope.call_id, call_id, kind, key, seq, data)
+        return Call(self, kind, key, call_id, seq, Scope(self, call_id, None), recorded=event)
+
+    def _encoded_input(self, kind: str, key: str, input: Any, call_id: str, encoded: bytes | None = None) -> bytes:
+        data = _codec.encode_input(input) if encoded is None else encoded
+        if self._masking is None:
+            return data
+        # Masking is idempotent (transform callbacks must be too): an input whose JSON is
+        # already the recorded, masked input of this call masks to itself, so its masking
+        # is skipped. The common case on replay, and a scan saved per input.
+        recorded = self.events.by_call_id(call_id)
+        if recorded is not None and recorded.input_json == data:
+            # The recorded bytes themselves: the engine's own comparison is then an identity check.
+            return recorded.input_json
+        return _codec.encode_input(self._masking.mask(kind, key, input, part="input").value)
+
+    def _masked_message(self, exc: BaseException) -> str:
+        """The message of ``exc`` as the recording would hold it: masked like a run error."""
+        record = _codec.error_record(exc)
+        if self._masking is None:
+            return str(record["message"])
+        masked = self._masking.mask("run", self.agent, record, part="error").value
+        return str(masked.get("message", "")) if isinstance(masked, dict) else str(masked)
+
+
+def _raised_from(exc: BaseException | None, first: BaseException) -> bool:
+    """Whether ``exc`` is a divergence error raised while handling ``first`` (an instrumentor's
+    fuller account of the same divergence): it then ends the replay in place of ``first``."""
+    if not isinstance(exc, ReplayDivergenceError):
+        return False
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        if cause is first:
+            return True
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return False
+
+
+def _masking_mismatch(run_id: str, recorded: str, current: str) -> str:
+    def said(fingerprint: str) -> str:
+        if fingerprint == "off":
+            return "with masking off"
+        if fingerprint == "placeholders":
+            return "with masking on and no key (plain placeholders)"
+        return f"with the mask key whose id is {fingerprint.removeprefix('keyed:')}"
+
+    return (
+        f"Run {run_id} was recorded {said(recorded)}, but replay would mask {said(current)}; the "
+        "current inputs would not match the recorded ones. Replay with the masking the run was "
+        "recorded with: the same SPANREPLAY_MASK_KEY (or MaskingConfig(key=...)), or "
+        "configure(masking=False) for a run recorded unmasked."
+    )
+
+
+def _served(event: Event, decode: Decoder | None) -> Any:
+    if event.error is not None:
+        raise _codec.rebuild_error(event.error)
+    output = event.output_json
+    value = None if output is None else orjson.loads(output)
+    if decode is None:
+        # Plain JSON (no type tags) is served as it was loaded: the common case, kept short.
+        return value if event.output_types is None else _typed.served(event, value, None)
+    if event.output_types is not None or type(decode) is _typed.ReturnDecoder:
+        return _typed.served(event, value, decode)
+    return decode(value)
+
+
+async def _served_async(event: Event, decode: Decoder | None) -> Any:
+    error = event.error
+    if error is not None and error.type_name == "CancelledError" and error.module.startswith("asyncio"):
+        # The call was cancelled while it ran (a sibling in asyncio.gather failed, the run
+        # ended). Raising at once would fail first and change the order of events; it is
+        # cancelled again only when the replayed code cancels it.
+        await asyncio.get_running_loop().create_future()
+    return _served(event, decode)
+
+
+def _same_error(recorded: ErrorInfo, exc: BaseException, message: Callable[[BaseException], str] = str) -> bool:
+    # The module is left out: a script recorded as __main__ replays imported under its own name.
+    if isinstance(exc, RecordedError):
+        # The recorded failure, served as RecordedError because its type could not be rebuilt.
+        return (exc.type_name, exc.message) == (recorded.type_name, recorded.message)
+    return (type(exc).__qualname__, message(exc)) == (recorded.type_name, recorded.message)
+
+
+class JoinedReplay(Run):
+    """``record()`` called while a replay is open: the code's own run joins the replay.
+
+    The same agent code runs in record and replay; code that opens its run itself
+    (``with spanreplay.record(...)``) must not run the real work when it is called
+    from ``spanreplay replay --entry`` or inside ``spanreplay.replay()``.
+    """
+
+    mode = Mode.REPLAY
+
+    def __init__(self, replaying: ReplayingRun) -> None:
+        super().__init__(replaying.run_id, replaying.agent)
+        self.replaying = replaying
+        self._joined: list[tuple[Token[Run | None], Token[Scope | None]]] = []
+
+    def __enter__(self) -> Run:
+        # The recorded run started here, at its top level: whatever task or thread the
+        # replay started the code in, the block's calls take their ids from the run's root.
+        self._joined.append((current_run_var.set(self.replaying), current_scope_var.set(self.replaying.root)))
+        return self.replaying
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        run_token, scope_token = self._joined.pop()
+        current_scope_var.reset(scope_token)
+        current_run_var.reset(run_token)
+        return None  # the enclosing replay judges how the run ended
