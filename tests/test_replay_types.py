@@ -25,8 +25,9 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 import spanreplay
 import test_postgres
 from fixtures.backends import jaeger_trace, tempo_v2
-from spanreplay import _codec, _typed
+from spanreplay import _codec
 from spanreplay import _semconv as sc
+from spanreplay._typed_registry import REGISTRY
 from spanreplay.masking import MaskingConfig, mask
 from spanreplay.readers import iter_spans
 
@@ -154,19 +155,11 @@ WORK = Work()
 @pytest.fixture(autouse=True)
 def _isolated_registry() -> Iterator[None]:
     """Each test starts with no registered types, and leaves none behind."""
-    saved = (dict(_typed._registry_classes), dict(_typed._registered_types))
-    _typed._registry_classes.clear()
-    _typed._registered_types.clear()
-    _typed._ENCODERS.clear()
-    _typed._ENCODERS.update(_typed._BUILTIN_ENCODERS)
+    saved = REGISTRY.snapshot()
+    REGISTRY.restore(({}, {}))
     WORK.armed = True
     yield
-    _typed._registry_classes.clear()
-    _typed._registry_classes.update(saved[0])
-    _typed._registered_types.clear()
-    _typed._registered_types.update(saved[1])
-    _typed._ENCODERS.clear()
-    _typed._ENCODERS.update(_typed._BUILTIN_ENCODERS)
+    REGISTRY.restore(saved)
 
 
 @spanreplay.tool

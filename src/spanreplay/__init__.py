@@ -31,7 +31,7 @@ from ._config import Settings, configure, settings
 from ._events import ErrorInfo, Event, EventLog, RunInfo, RunSummary
 from ._loader import load, runs
 from ._run import Mode, RecordingRun, ReplayingRun, Run, boundary, current_run, record, replay
-from ._typed import register_type
+from ._typed_registry import register_type
 from .errors import (
     ConfigurationError,
     DifferentCallError,

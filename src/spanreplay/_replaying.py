@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 
 import orjson
 
-from . import _codec, _typed
+from . import _codec, _typed_replay
 from . import _semconv as sc
 from ._calls import Call
 from ._config import masker
@@ -26,6 +26,7 @@ from ._runs import (
     current_run_var,
     current_scope_var,
 )
+from ._typed_hints import ReturnDecoder
 from .errors import (
     ConfigurationError,
     OutcomeChangedError,
@@ -261,9 +262,9 @@ def _served(event: Event, decode: Decoder | None) -> Any:
     value = None if output is None else orjson.loads(output)
     if decode is None:
         # Plain JSON (no type tags) is served as it was loaded: the common case, kept short.
-        return value if event.output_types is None else _typed.served(event, value, None)
-    if event.output_types is not None or type(decode) is _typed.ReturnDecoder:
-        return _typed.served(event, value, decode)
+        return value if event.output_types is None else _typed_replay.served(event, value, None)
+    if event.output_types is not None or type(decode) is ReturnDecoder:
+        return _typed_replay.served(event, value, decode)
     return decode(value)
 
 

@@ -9,7 +9,7 @@ from typing import Any, TypeVar, overload
 
 from .. import _semconv as sc
 from .._run import Mode, run_for_boundary
-from .._typed import ReturnDecoder
+from .._typed_hints import ReturnDecoder
 
 F = TypeVar("F", bound=Callable[..., Any])
 
