@@ -279,3 +279,72 @@ def test_otel_traces_exporter_none_keeps_otlp_off(
     facts, _ = _run_script(tmp_path, "no-provider", OTEL_EXPORTER_OTLP_ENDPOINT=endpoint, OTEL_TRACES_EXPORTER="none")
     assert facts["otlp"] is False
     assert requests == []
+
+
+# --- explicit configuration: the default trace dir, reset(), no provider taken silently ------
+
+
+def test_an_explicit_trace_dir_wins_over_the_environment(
+    tmp_path: Path, provider: TracerProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("SPANREPLAY_TRACE_DIR", str(tmp_path / "from-env"))
+    assert spanreplay.configure(trace_dir="traces", tracer_provider=provider).trace_dir == Path("traces")
+    assert spanreplay.configure(tracer_provider=provider).trace_dir == tmp_path / "from-env"
+
+
+def test_reset_forgets_the_configuration_and_quiets_its_processors(
+    tmp_path: Path, trace_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert spanreplay.is_configured()
+    first = _record_one()
+    spanreplay.reset()
+    assert not spanreplay.is_configured()
+    monkeypatch.setenv("SPANREPLAY_TRACE_DIR", str(tmp_path / "after-reset"))
+    second = _record_one()  # configures anew, with the defaults
+    assert spanreplay.is_configured()
+    assert (trace_dir / f"{first}.jsonl").exists()
+    assert not (trace_dir / f"{second}.jsonl").exists()
+    assert _line_count(tmp_path / "after-reset", second) == 3
+
+
+AUTO_SCRIPT = textwrap.dedent(
+    """
+    import json, sys
+    import spanreplay
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import TracerProvider
+
+    @spanreplay.tool
+    def search(query: str) -> str:
+        return query.upper()
+
+    with spanreplay.record(agent="early") as run:   # no configure(): the defaults
+        search("hi")
+    app = TracerProvider()
+    trace.set_tracer_provider(app)                  # the application sets its own later
+    print(json.dumps({"run_id": run.run_id, "app_is_global": trace.get_tracer_provider() is app,
+                      "configured": spanreplay.is_configured()}))
+    """
+)
+
+
+def test_recording_before_configure_leaves_the_global_provider_to_the_application(tmp_path: Path) -> None:
+    script = tmp_path / "auto.py"
+    script.write_text(AUTO_SCRIPT)
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "SPANREPLAY_"))}
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        env={**clean, "SPANREPLAY_TRACE_DIR": str(tmp_path / "traces")},
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    import json
+
+    facts = json.loads(done.stdout.strip().splitlines()[-1])
+    assert facts == {"run_id": facts["run_id"], "app_is_global": True, "configured": True}
+    assert "Overriding of current TracerProvider is not allowed" not in done.stderr
+    assert [e.output for e in spanreplay.load(tmp_path / "traces", facts["run_id"])] == ["HI"]

@@ -27,7 +27,7 @@ except _metadata.PackageNotFoundError:  # running from a source tree that was no
 
 from ._builtins import now, random, time, uuid4
 from ._codec import register_error_rebuilder
-from ._config import Settings, configure, settings
+from ._config import Settings, configure, is_configured, reset, settings
 from ._events import ErrorInfo, Event, EventLog, RunInfo, RunSummary
 from ._loader import load, runs
 from ._run import Mode, RecordingRun, ReplayingRun, Run, boundary, current_run, record, replay
@@ -99,6 +99,7 @@ __all__ = [
     "configure",
     "current_run",
     "instrument_anthropic",
+    "is_configured",
     "load",
     "now",
     "random",
@@ -106,6 +107,7 @@ __all__ = [
     "register_error_rebuilder",
     "register_type",
     "replay",
+    "reset",
     "runs",
     "settings",
     "time",

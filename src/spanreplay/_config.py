@@ -28,7 +28,11 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("spanreplay")
 
-__all__ = ["Settings", "configure", "settings"]
+__all__ = ["Settings", "configure", "is_configured", "reset", "settings"]
+
+# configure()'s trace_dir when the caller names none: SPANREPLAY_TRACE_DIR, else "traces".
+# A sentinel, so that an explicit trace_dir="traces" is taken as said.
+_DEFAULT_TRACE_DIR: Any = type("DefaultTraceDir", (), {"__repr__": lambda self: "'traces'"})()
 
 
 class RunIdSpanProcessor(SpanProcessor):
@@ -83,7 +87,7 @@ _attached: weakref.WeakKeyDictionary[TracerProvider, _Attached] = weakref.WeakKe
 
 def configure(
     service_name: str | None = None,
-    trace_dir: str | os.PathLike[str] | None = "traces",
+    trace_dir: str | os.PathLike[str] | None = _DEFAULT_TRACE_DIR,
     *,
     tracer_provider: TracerProvider | None = None,
     otlp: bool | None = None,
@@ -114,8 +118,8 @@ def configure(
 
     Args:
         service_name: ``service.name`` of a provider spanreplay creates.
-        trace_dir: where the per-run OTLP/JSON-lines files go (``SPANREPLAY_TRACE_DIR``
-            overrides the default); None writes no files.
+        trace_dir: where the per-run OTLP/JSON-lines files go; when not given,
+            ``SPANREPLAY_TRACE_DIR``, else ``traces``. None writes no files.
         tracer_provider: an SDK ``TracerProvider`` to add spanreplay's processors to.
         otlp: add an OTLP exporter (gRPC or HTTP, set up by the standard
             ``OTEL_EXPORTER_OTLP_*`` variables). The default (None) adds one when
@@ -144,12 +148,39 @@ def configure(
         ConfigurationError: ``tracer_provider`` is not an SDK provider; or, when
             strict, the OTLP variables ask for a protocol that cannot be set up.
     """
-    global _settings
-    if trace_dir == "traces":
+    if trace_dir is _DEFAULT_TRACE_DIR:
         trace_dir = os.environ.get("SPANREPLAY_TRACE_DIR", "traces")
+    return _configure(
+        service_name,
+        trace_dir,
+        tracer_provider=tracer_provider,
+        otlp=otlp,
+        fsync=fsync,
+        strict=strict,
+        resource_attributes=resource_attributes,
+        postgres=postgres,
+        masking=masking,
+        make_global=True,
+    )
+
+
+def _configure(
+    service_name: str | None,
+    trace_dir: str | os.PathLike[str] | None,
+    *,
+    tracer_provider: TracerProvider | None,
+    otlp: bool | None,
+    fsync: bool,
+    strict: bool | None,
+    resource_attributes: dict[str, Any] | None,
+    postgres: str | PostgresSpanProcessor | None,
+    masking: MaskingConfig | bool | None,
+    make_global: bool,
+) -> Settings:
+    global _settings
     strict = strict if strict is not None else os.environ.get("SPANREPLAY_STRICT", "").lower() in ("1", "true")
     with _lock:
-        provider, created = _provider(tracer_provider, service_name, resource_attributes)
+        provider, created = _provider(tracer_provider, service_name, resource_attributes, make_global=make_global)
         attached = _attached.get(provider)
         if attached is None:
             attached = _attached[provider] = _Attached(owned=created)
@@ -190,9 +221,64 @@ def configure(
 
 
 def settings() -> Settings:
-    """The Settings in force, configuring with defaults on first use."""
+    """The Settings in force, configuring with defaults on first use.
+
+    A run recorded before any ``configure()`` call configures with the defaults
+    (``SPANREPLAY_TRACE_DIR`` or ``traces``, OTLP when the standard variables ask
+    for it), on the global SDK provider when the application has set one, and
+    otherwise on a provider of spanreplay's own that it does not make global: an
+    application that sets its provider later still can. Say it once, at INFO.
+    """
     current = _settings
-    return current if current is not None else configure()
+    if current is not None:
+        return current
+    logger.info(
+        "spanreplay: recording without configure(); using the defaults (trace files in %s). Call "
+        "spanreplay.configure() at start-up to choose, or to record through your own tracer provider.",
+        os.environ.get("SPANREPLAY_TRACE_DIR", "traces"),
+    )
+    return _configure(
+        None,
+        os.environ.get("SPANREPLAY_TRACE_DIR", "traces"),
+        tracer_provider=None,
+        otlp=None,
+        fsync=False,
+        strict=None,
+        resource_attributes=None,
+        postgres=None,
+        masking=None,
+        make_global=False,
+    )
+
+
+def is_configured() -> bool:
+    """Whether ``configure()`` (or a first recorded run) has set spanreplay up."""
+    return _settings is not None
+
+
+def reset() -> None:
+    """Forget the configuration, for tests and notebooks: the next run configures anew.
+
+    The processors spanreplay added to a provider stay on it (an OpenTelemetry SDK
+    provider cannot drop one), but they go quiet: no more trace files, OTLP
+    exports or Postgres rows from them; spans already handed to an exporter are
+    flushed. A provider spanreplay made global stays global (OpenTelemetry sets the
+    global provider once per process).
+    """
+    global _settings
+    with _lock:
+        _settings = None
+        for attached in list(_attached.values()):
+            if attached.file_processor is not None:
+                attached.file_processor.enabled = False
+            for processor in (attached.otlp_processor, attached.postgres_processor):
+                if processor is not None:
+                    try:
+                        processor.shutdown()
+                    except Exception:
+                        logger.exception("spanreplay: could not shut down %r on reset()", processor)
+            attached.otlp_processor = None
+            attached.postgres_processor = None
 
 
 def masker() -> Masker:
@@ -219,7 +305,7 @@ def _masker(masking: MaskingConfig | bool | None) -> Masker:
 
 
 def _provider(
-    given: TracerProvider | None, service_name: str | None, extra: dict[str, Any] | None
+    given: TracerProvider | None, service_name: str | None, extra: dict[str, Any] | None, *, make_global: bool
 ) -> tuple[TracerProvider, bool]:
     if given is not None:
         if not isinstance(given, TracerProvider):
@@ -233,6 +319,8 @@ def _provider(
     if isinstance(current, TracerProvider):
         return current, False
     provider = TracerProvider(resource=otlp_resource(service_name, extra))
+    if not make_global:
+        return provider, True
     trace.set_tracer_provider(provider)
     if trace.get_tracer_provider() is not provider:
         # Another provider won the race to be global; keep ours private rather than fail.
