@@ -10,7 +10,7 @@ the CLI read every source through here; ``runs()`` gets its cost columns from
 """
 
 from .protocol import Source, SpanSource
-from .registry import is_backend, is_postgres, open_source
+from .registry import open_source
 from .runlog import RUN_MARKER, SpanTap, build_log, summaries
 
 __all__ = [
@@ -19,8 +19,6 @@ __all__ = [
     "SpanSource",
     "SpanTap",
     "build_log",
-    "is_backend",
-    "is_postgres",
     "open_source",
     "summaries",
 ]

@@ -33,11 +33,3 @@ def open_source(source: str | os.PathLike[str]) -> Source:
     if name == STDIN:
         return StdinSource()
     return FileSource(source)
-
-
-def is_postgres(source: str | os.PathLike[str]) -> bool:
-    return os.fspath(source).startswith(POSTGRES_SCHEMES)
-
-
-def is_backend(source: str | os.PathLike[str]) -> bool:
-    return os.fspath(source).startswith(BACKEND_SCHEMES)
