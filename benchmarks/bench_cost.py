@@ -24,9 +24,9 @@ from _common import Case, Figure, emit, interleaved, median, parse_args, timed
 from opentelemetry.sdk.trace import TracerProvider
 
 import spanreplay
-from spanreplay import _loader
 from spanreplay.cost import summarize
 from spanreplay.readers import iter_spans
+from spanreplay.sources import RUN_MARKER, summaries
 
 NAME = "cost"
 GOAL_RUNS = 1.3  # listing runs with their cost: at most 30% slower than without
@@ -60,7 +60,7 @@ def measure(*, runs: int, turns: int, repeats: int) -> list[Figure]:
     directory = Path(tempfile.mkdtemp(prefix="bench_cost_")) / "traces"
     try:
         spans = record(directory, runs, turns)
-        marker = _loader._RUN_MARKER
+        marker = RUN_MARKER
 
         def listing_with_cost() -> int:
             start = time.perf_counter_ns()
@@ -72,7 +72,7 @@ def measure(*, runs: int, turns: int, repeats: int) -> list[Figure]:
 
         def listing_plain() -> int:
             start = time.perf_counter_ns()
-            found = _loader._summaries(iter_spans(directory, contains=marker))
+            found = summaries(iter_spans(directory, contains=marker))
             elapsed = time.perf_counter_ns() - start
             assert len(found) == runs
             return elapsed

@@ -36,7 +36,7 @@ from _common import Case, Figure, emit, interleaved, median
 from bench_loader import build_export, measure_memory, orjson_lines, read_chunks
 
 import spanreplay
-from spanreplay.readers import _writers, iter_spans
+from spanreplay.readers import iter_spans, writers
 
 NAME = "formats"
 MB = 1_000_000
@@ -97,11 +97,11 @@ def measure_export(*, size_mb: int, small_mb: int, repeats: int, workdir: Path) 
     # The same spans as the Collector's proto files.
     proto, proto_zstd, json_zstd = workdir / "small.proto", workdir / "small.proto.zst", workdir / "small.json.zst"
     with open(proto, "wb") as out:
-        out.writelines(_writers.proto_records(iter_spans(small)))
+        out.writelines(writers.proto_records(iter_spans(small)))
     with open(proto_zstd, "wb") as out:
-        out.writelines(_writers.proto_records(iter_spans(small), zstd=True))
+        out.writelines(writers.proto_records(iter_spans(small), zstd=True))
     with open(json_zstd, "wb") as out:
-        out.writelines(_writers.json_records_zstd(iter_spans(small)))
+        out.writelines(writers.json_records_zstd(iter_spans(small)))
     if _drain(proto) != spans_in_small:
         raise AssertionError("the proto file does not hold the JSON file's spans")
     formats = interleaved(

@@ -52,8 +52,7 @@ def rate_noise(rates: Sequence[float]) -> str:
 def measure(*, calls: int, repeats: int) -> list[Figure]:
     import psycopg
 
-    from spanreplay.exporters.postgres import PostgresSpanProcessor
-    from spanreplay.postgres import upgrade
+    from spanreplay.postgres import PostgresSpanProcessor, upgrade
 
     schema = f"spanreplay_bench_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(DSN, autocommit=True) as conn:

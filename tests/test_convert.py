@@ -19,7 +19,7 @@ from fixtures.backends import BackendServer, jaeger_trace, serving, tempo_v1, te
 from fixtures.recordings import lines, record_agent, record_failing
 from spanreplay._spans import SpanRecord
 from spanreplay.cli import cli
-from spanreplay.readers import _writers, iter_spans
+from spanreplay.readers import iter_spans, writers
 
 THIRD_PARTY = Path(__file__).parent / "fixtures" / "third_party"
 THIRD_PARTY_FILES = sorted(p for p in THIRD_PARTY.rglob("*") if p.is_file() and p.suffix in (".json", ".jsonl"))
@@ -69,8 +69,8 @@ RECORDING_FORMATS: dict[str, Callable[[bytes], bytes]] = {
     "gzip": gzip.compress,
     "zstd": lambda d: zstandard.ZstdCompressor().compress(d),
     "json+zstd-records": lambda d: _records(d, compress=True),
-    "proto": lambda d: b"".join(_writers.proto_records(iter_spans_of(d), zstd=False)),
-    "proto+zstd": lambda d: b"".join(_writers.proto_records(iter_spans_of(d), zstd=True)),
+    "proto": lambda d: b"".join(writers.proto_records(iter_spans_of(d), zstd=False)),
+    "proto+zstd": lambda d: b"".join(writers.proto_records(iter_spans_of(d), zstd=True)),
     "jaeger": _jaeger,
     "tempo-v1": lambda d: orjson.dumps(tempo_v1(iter_spans_of(d))),
     "tempo-v2": lambda d: orjson.dumps(tempo_v2(iter_spans_of(d))),

@@ -113,7 +113,7 @@ def test_recording_only_to_postgres_names_the_database_without_its_password(
     tmp_path: Path, provider: TracerProvider, caplog: pytest.LogCaptureFixture
 ) -> None:
     try:
-        from spanreplay.exporters.postgres import PostgresSpanProcessor
+        from spanreplay.postgres import PostgresSpanProcessor
     except ImportError:
         if _in_ci():
             raise

@@ -26,8 +26,8 @@ from opentelemetry.sdk.trace import TracerProvider
 import spanreplay
 from messages_api_server import MODEL, MessagesAPIServer, instrument, reply, serve, text, tool_use
 from phoenix_receiver import Phoenix, assert_same_run, phoenix_for_tests
-from spanreplay._loader import _build
 from spanreplay.exporters._otlp import OtlpExportStats
+from spanreplay.sources import build_log
 
 pytestmark = pytest.mark.slow
 
@@ -135,7 +135,7 @@ def test_the_event_log_read_back_from_phoenix_equals_the_trace_files(
 
     records = phoenix.span_records(run_id, spans)
     assert len(records) == spans
-    remote = _build(run_id, records, phoenix.url)
+    remote = build_log(run_id, records, phoenix.url, damage=lambda: "")
 
     assert_same_run(remote, local)
     assert remote.run.status == "ok"

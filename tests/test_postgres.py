@@ -315,7 +315,7 @@ def test_any_json_payload_comes_back_from_postgres_byte_for_byte(pg_dsn: str, tm
 def test_batched_mode_commits_on_flush_and_equals_the_file(
     pg_dsn: str, tmp_path: Path, provider: TracerProvider
 ) -> None:
-    from spanreplay.exporters.postgres import PostgresSpanProcessor
+    from spanreplay.postgres import PostgresSpanProcessor
 
     processor = PostgresSpanProcessor(pg_dsn, batch=True, flush_interval=60, batch_size=10_000)
     spanreplay.configure(trace_dir=tmp_path / "traces", tracer_provider=provider, strict=True, postgres=processor)
@@ -332,7 +332,7 @@ def test_batched_mode_commits_on_flush_and_equals_the_file(
 
 
 def test_batched_mode_writes_what_is_queued_when_the_provider_shuts_down(tmp_path: Path, pg_dsn: str) -> None:
-    from spanreplay.exporters.postgres import PostgresSpanProcessor
+    from spanreplay.postgres import PostgresSpanProcessor
 
     provider = TracerProvider()
     processor = PostgresSpanProcessor(pg_dsn, batch=True, flush_interval=60, batch_size=10_000)
@@ -374,8 +374,8 @@ def test_configuring_again_without_postgres_stops_the_rows(
 def test_a_database_that_is_down_never_breaks_the_agent_and_export_fills_the_rows_in(
     pg_dsn: str, tmp_path: Path, provider: TracerProvider, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from spanreplay.exporters.postgres import PostgresSpanProcessor
-    from spanreplay.postgres._export import export
+    from spanreplay.postgres import PostgresSpanProcessor
+    from spanreplay.postgres.backfill import export
 
     directory = tmp_path / "traces"
     processor = PostgresSpanProcessor(DOWN_DSN, timeout=0.5)
@@ -409,7 +409,7 @@ def test_a_slow_database_delays_a_step_at_most_the_timeout_and_the_rows_arrive_l
 ) -> None:
     import psycopg
 
-    from spanreplay.exporters.postgres import PostgresSpanProcessor
+    from spanreplay.postgres import PostgresSpanProcessor
 
     directory = tmp_path / "traces"
     processor = PostgresSpanProcessor(pg_dsn, timeout=0.5)
@@ -533,7 +533,7 @@ def test_eight_agent_processes_writing_at_once_lose_no_row(tmp_path: Path, pg_ds
 def test_eight_agent_threads_sharing_a_small_pool_lose_no_row(
     pg_dsn: str, tmp_path: Path, provider: TracerProvider
 ) -> None:
-    from spanreplay.exporters.postgres import PostgresSpanProcessor
+    from spanreplay.postgres import PostgresSpanProcessor
 
     processor = PostgresSpanProcessor(pg_dsn, pool_size=3)
     spanreplay.configure(trace_dir=tmp_path, tracer_provider=provider, strict=True, postgres=processor)
@@ -608,7 +608,7 @@ def _record_runs(directory: Path, provider: TracerProvider, count: int) -> list[
 
 
 def test_a_retried_export_writes_no_duplicate(pg_dsn: str, tmp_path: Path, provider: TracerProvider) -> None:
-    from spanreplay.postgres._export import export
+    from spanreplay.postgres.backfill import export
 
     directory = tmp_path / "traces"
     ids = _record_runs(directory, provider, 3)
@@ -626,7 +626,7 @@ def test_a_retried_export_writes_no_duplicate(pg_dsn: str, tmp_path: Path, provi
 def test_export_of_a_source_that_holds_every_span_twice_adds_each_step_once(
     pg_dsn: str, tmp_path: Path, provider: TracerProvider
 ) -> None:
-    from spanreplay.postgres._export import export
+    from spanreplay.postgres.backfill import export
 
     directory = tmp_path / "traces"
     (run_id,) = _record_runs(directory, provider, 1)
@@ -640,7 +640,7 @@ def test_export_of_a_source_that_holds_every_span_twice_adds_each_step_once(
 
 
 def test_export_from_a_jaeger_trace_gives_the_same_run(pg_dsn: str, tmp_path: Path, provider: TracerProvider) -> None:
-    from spanreplay.postgres._export import export
+    from spanreplay.postgres.backfill import export
 
     directory = tmp_path / "traces"
     (run_id,) = _record_runs(directory, provider, 1)
@@ -723,7 +723,7 @@ def test_a_database_without_the_tables_says_to_run_db_upgrade(pg_server: str) ->
 def test_recording_into_a_database_without_the_tables_logs_the_upgrade_command_once(
     pg_server: str, tmp_path: Path, provider: TracerProvider, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from spanreplay.exporters.postgres import PostgresSpanProcessor
+    from spanreplay.postgres import PostgresSpanProcessor
 
     dsn = _with_schema(pg_server, f"sr_test_{uuid.uuid4().hex[:12]}")  # no such schema: no tables
     processor = PostgresSpanProcessor(dsn, timeout=0.5)
@@ -755,7 +755,7 @@ def test_a_completed_run_with_a_lost_step_row_names_the_seq_and_the_export_that_
         TraceFormatError, match=rf"Run {run.run_id} in postgresql://\S+ is missing the steps at seq 3 of 4"
     ):
         spanreplay.load(dsn, run.run_id)
-    from spanreplay.postgres._export import export
+    from spanreplay.postgres.backfill import export
 
     assert export(directory, dsn).steps_added == 1
     assert spanreplay.load(dsn, run.run_id) == spanreplay.load(directory, run.run_id)
@@ -869,7 +869,7 @@ def test_prune_removes_exactly_the_runs_past_their_retention_in_postgres(
     pg_dsn: str, tmp_path: Path, provider: TracerProvider
 ) -> None:
     from spanreplay.cli import cli
-    from spanreplay.postgres._export import export
+    from spanreplay.postgres.backfill import export
 
     directory = tmp_path / "traces"
     spanreplay.configure(trace_dir=directory, tracer_provider=provider, strict=True)
@@ -894,7 +894,7 @@ def test_upgrade_brings_a_version_1_database_to_the_latest_and_keeps_its_runs(pg
     import psycopg
 
     from spanreplay.postgres import LATEST, MIGRATIONS, upgrade, version
-    from spanreplay.postgres._schema import MIGRATIONS_TABLE
+    from spanreplay.postgres.schema import MIGRATIONS_TABLE
 
     schema = f"sr_test_{uuid.uuid4().hex[:12]}"
     with psycopg.connect(pg_server, autocommit=True) as conn:

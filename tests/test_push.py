@@ -20,10 +20,10 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 import spanreplay
 from otlp_receivers import GrpcReceiver, HttpReceiver, closed_port, spans_in
 from phoenix_receiver import assert_same_run, phoenix_for_tests
-from spanreplay._loader import _build
 from spanreplay._spans import SpanRecord
 from spanreplay.cli import EXIT_BAD_INPUT, EXIT_OK, cli
 from spanreplay.readers import iter_spans
+from spanreplay.sources import build_log
 
 phoenix = pytest.fixture(phoenix_for_tests, name="phoenix", scope="module")
 
@@ -274,4 +274,4 @@ def test_push_fills_phoenix_with_the_original_ids_and_the_same_event_log(
         original = spans[record_.key]
         assert record_.parent_span_id == original.parent_span_id
         assert abs(record_.start_ns - original.start_ns) <= 1000  # Phoenix keeps microseconds
-    assert_same_run(_build(run_id, records, phoenix.url), spanreplay.load(trace_dir, run_id))
+    assert_same_run(build_log(run_id, records, phoenix.url, damage=lambda: ""), spanreplay.load(trace_dir, run_id))

@@ -26,14 +26,14 @@ import spanreplay
 from fixtures.garbage import JSON, time_limit
 from spanreplay import SpanReplayError, SpanReplayWarning
 from spanreplay._spans import SpanRecord
-from spanreplay.readers import _writers, iter_spans, read_file
+from spanreplay.readers import iter_spans, read_file, writers
 
 THIRD_PARTY = Path(__file__).parent / "fixtures" / "third_party"
 PROFILE = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 ZSTD = b"\x28\xb5\x2f\xfd"
 # Real messages to damage: every third-party span, as the Collector's proto records.
 SAMPLE_SPANS = [s for path in sorted(THIRD_PARTY.rglob("*.json*")) for s in iter_spans(path)]
-PROTO_MESSAGE = _writers.proto_message(SAMPLE_SPANS).SerializeToString()
+PROTO_MESSAGE = writers.proto_message(SAMPLE_SPANS).SerializeToString()
 
 
 def read(data: bytes, *, contains: bytes | None = None) -> list[SpanRecord] | SpanReplayError:

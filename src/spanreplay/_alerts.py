@@ -91,7 +91,7 @@ def trace_location(run_id: str) -> str:
     if config.file_processor is not None:
         places.append(_shown(config.file_processor.path_for(run_id)))
     if config.postgres_processor is not None:
-        from .postgres._connect import describe
+        from .postgres.connect import describe
 
         places.append(describe(config.postgres_processor.dsn))
     if not places:
@@ -109,7 +109,7 @@ def _source(cwd: str | None = None) -> str:
         return _shown(config.trace_dir, cwd)
     processor = config.postgres_processor
     if processor is not None:
-        from .postgres._connect import describe
+        from .postgres.connect import describe
 
         # describe() leaves the password out: libpq finds it in PGPASSWORD or ~/.pgpass.
         return describe(processor.dsn)

@@ -9,9 +9,12 @@ nanoseconds, attribute values are plain Python values (``str``, ``bool``,
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.trace import ReadableSpan
 
 # OTLP's SpanKind numbers (opentelemetry/proto/trace/v1/trace.proto).
 SPAN_KIND_UNSPECIFIED = 0
@@ -91,3 +94,24 @@ class SpanRecord(msgspec.Struct, frozen=True):
     @property
     def ended(self) -> bool:
         return self.end_ns > 0
+
+
+def from_sdk_span(span: ReadableSpan) -> SpanRecord:
+    """An SDK span in this process as readers yield it from a file: what the codec decodes.
+
+    The exporters that decode a span before it is written (Postgres) build it here,
+    so the codec sees the same record whichever way the span came.
+    """
+    ctx = span.get_span_context()
+    assert ctx is not None  # SDK spans always carry a context
+    attributes = {k: list(v) if isinstance(v, tuple) else v for k, v in (span.attributes or {}).items()}
+    return SpanRecord(
+        trace_id=format(ctx.trace_id, "032x"),
+        span_id=format(ctx.span_id, "016x"),
+        name=span.name,
+        start_ns=span.start_time or 0,
+        end_ns=span.end_time or 0,
+        attributes=attributes,
+        resource=dict(span.resource.attributes),
+        origin=f"span {span.name!r}",
+    )

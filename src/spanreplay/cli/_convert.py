@@ -14,8 +14,8 @@ import click
 from .. import _semconv as sc
 from .._spans import SpanRecord
 from ..errors import RunNotFoundError, TraceFormatError
-from ..readers import _backends, _writers, iter_spans
-from ..readers._base import MalformedTrace
+from ..readers import MalformedTrace, iter_spans, writers
+from ..sources import backends as _backends
 from ._common import BadInput, console
 
 FORMATS = ("otlp-json", "otlp-proto")
@@ -43,9 +43,9 @@ def convert_command(source: str, target: str, output: str, run_id: str | None, z
     """
     spans = _Counted(_select(source, run_id))
     if target == "otlp-json":
-        chunks = _writers.json_records_zstd(spans) if zstd else _writers.json_lines(spans)
+        chunks = writers.json_records_zstd(spans) if zstd else writers.json_lines(spans)
     else:
-        chunks = _writers.proto_records(spans, zstd=zstd)
+        chunks = writers.proto_records(spans, zstd=zstd)
     try:
         _write(output, chunks, spans)
     except MalformedTrace as exc:

@@ -12,10 +12,18 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ..cost import DEFAULT_FACTOR, GROUPINGS, CostReport, Totals, price_table, summarize
-from ..cost._outliers import replay_command, show_command
-from ..cost._plot import plot_days
-from ..cost._totals import Grouping
+from ..cost import (
+    DEFAULT_FACTOR,
+    GROUPINGS,
+    CostReport,
+    Grouping,
+    Totals,
+    plot_days,
+    price_table,
+    replay_command,
+    show_command,
+    summarize,
+)
 from ._common import console, format_time, format_usd, prices_option, print_json
 
 if TYPE_CHECKING:

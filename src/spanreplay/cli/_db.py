@@ -51,7 +51,7 @@ def upgrade_command(dsn: str, show_sql: bool) -> None:
 def status_command(dsn: str) -> None:
     """Print the schema version of DSN and whether it needs `spanreplay db upgrade`."""
     from ..postgres import LATEST, describe, version
-    from ..postgres._schema import missing_schema_message
+    from ..postgres.schema import missing_schema_message
 
     _check_dsn(dsn)
     found = version(dsn)

@@ -24,7 +24,7 @@ def export_command(source: str, dsn: str, batch_size: int) -> None:
     if not dsn.startswith(("postgresql://", "postgres://")):
         raise BadInput(f"{dsn!r} is not a Postgres DSN; write postgresql://USER@HOST:PORT/DATABASE.")
     from ..postgres import describe
-    from ..postgres._export import export
+    from ..postgres.backfill import export
 
     result = export(source, dsn, batch_size=batch_size)
     console().print(

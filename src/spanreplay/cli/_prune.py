@@ -111,19 +111,19 @@ def prune_command(source: str, success: str, failure: str, dry_run: bool) -> Non
 
 
 def _prune_postgres(dsn: str, policy: Policy, dry_run: bool) -> tuple[list[_Removal], int]:
-    from ..postgres import _retention
+    from ..postgres import retention
 
     oldest = policy.oldest_kept
-    found = _retention.candidates(dsn, older_id=f"run_{oldest:%Y%m%d_%H%M%S}", older_than=oldest)
+    found = retention.candidates(dsn, older_id=f"run_{oldest:%Y%m%d_%H%M%S}", older_than=oldest)
     removals = []
     for run in found:
         when = run_date(run.run_id) or run.started
         if policy.expired(run.status, when):
             assert when is not None
             removals.append(_Removal(run.run_id, run.status, when, f"{run.steps} steps"))
-    total = _retention.count(dsn)
+    total = retention.count(dsn)
     if not dry_run:
-        _retention.delete(dsn, [r.run_id for r in removals])
+        retention.delete(dsn, [r.run_id for r in removals])
     return removals, total - len(removals)
 
 

@@ -70,7 +70,7 @@ def replay_command(source: str, run_id: str | None, entry: str, ignore_paths: Se
     RUN may be left out when SOURCE holds a single run.
     """
     # The directory stays on sys.path for the whole replay: the agent may import lazily.
-    with _cwd_on_path():
+    with cwd_on_path():
         function = load_entry(entry)
         replaying = replay(source, run_id, ignore_paths=ignore_paths)
         _script_errors.register()
@@ -291,7 +291,7 @@ def _check_no_required_arguments(entry: str, target: Callable[..., Any]) -> None
 
 
 @contextmanager
-def _cwd_on_path() -> Iterator[None]:
+def cwd_on_path() -> Iterator[None]:
     cwd = os.getcwd()
     added = cwd not in sys.path and "" not in sys.path
     if added:

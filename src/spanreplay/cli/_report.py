@@ -14,11 +14,10 @@ from .._config import masker
 from .._events import EventLog
 from .._loader import load
 from .._run import ReplayingRun
-from ..cost import price_table
-from ..cost._html import Replayed, render_run, step_costs
+from ..cost import Replayed, price_table, render_run, step_costs
 from ..errors import ReplayDivergenceError
 from ._common import BadInput, console, format_usd, prices_option
-from ._replay import _cwd_on_path, failing_step, load_entry
+from ._replay import cwd_on_path, failing_step, load_entry
 
 
 @click.command("report")
@@ -66,7 +65,7 @@ def report_command(source: str, run_id: str | None, output: str, entry: str | No
 
 def _replay(log: EventLog, entry: str) -> Replayed:
     """Run ``entry`` against the recording, as ``spanreplay replay`` does, and say where it parted."""
-    with _cwd_on_path():
+    with cwd_on_path():
         function = load_entry(entry)
         replaying = ReplayingRun(log)
         try:

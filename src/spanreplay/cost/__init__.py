@@ -11,7 +11,9 @@ user file. See docs/cost.md.
 from __future__ import annotations
 
 from ._calls import CallSource, ModelCall, RunFacts, read_calls
-from ._outliers import DEFAULT_FACTOR, Cause, Outlier, find_outliers
+from ._html import Replayed, render_run, step_costs
+from ._outliers import DEFAULT_FACTOR, Cause, Outlier, find_outliers, replay_command, show_command
+from ._plot import plot_days
 from ._prices import (
     PRICES_ENV,
     LongPrompt,
@@ -26,8 +28,9 @@ from ._prices import (
     prices,
     set_prices,
 )
+from ._runs import runs_with_costs, with_costs
 from ._summary import CostReport, summarize
-from ._totals import GROUPINGS, Group, PricedCall, Totals, price_calls, run_totals
+from ._totals import GROUPINGS, Group, Grouping, PricedCall, Totals, price_calls, run_totals
 
 __all__ = [
     "DEFAULT_FACTOR",
@@ -37,12 +40,14 @@ __all__ = [
     "Cause",
     "CostReport",
     "Group",
+    "Grouping",
     "LongPrompt",
     "ModelCall",
     "ModelPrice",
     "Outlier",
     "PriceTable",
     "PricedCall",
+    "Replayed",
     "RunFacts",
     "Totals",
     "Usage",
@@ -51,11 +56,18 @@ __all__ = [
     "find_outliers",
     "load_prices",
     "model_key",
+    "plot_days",
     "price_calls",
     "price_table",
     "prices",
     "read_calls",
+    "render_run",
+    "replay_command",
     "run_totals",
+    "runs_with_costs",
     "set_prices",
+    "show_command",
+    "step_costs",
     "summarize",
+    "with_costs",
 ]

@@ -10,7 +10,7 @@ under a spanreplay model span (the SDK's own span, kept with ``sdk_spans``) is
 the same call, counted once. Token counting calls (``count_tokens``) are free
 and left out.
 
-Files, directories and globs are read span by span through ``readers.iter_spans``;
+Sources are opened through ``spanreplay.sources``: files, directories and globs are read span by span;
 a Jaeger or Tempo URL gives the traces that hold a run, as ``spanreplay runs``
 finds them; a Postgres DSN is read from ``agent_runs`` and ``agent_steps`` in
 one snapshot.
@@ -29,7 +29,7 @@ import orjson
 from .. import _codec
 from .. import _semconv as sc
 from .._spans import STATUS_ERROR, SpanRecord
-from ..readers import _backends, iter_spans
+from ..sources import SpanSource, open_source
 from ._prices import Usage
 
 __all__ = ["CallCollector", "CallSource", "ModelCall", "RunFacts", "read_calls"]
@@ -99,13 +99,11 @@ def read_calls(source: str | os.PathLike[str]) -> CallSource:
         PostgresError: the database cannot be read.
     """
     name = os.fspath(source)
-    if name.startswith(("postgresql://", "postgres://")):
-        return _from_postgres(name)
-    if _backends.is_backend(name):
-        # The traces that hold a run that ended, as spanreplay runs lists them (model spans and all).
-        statuses = (sc.RUN_STATUS_OK, sc.RUN_STATUS_ERROR)
-        return _from_spans(name, _backends.search_spans(_backends.parse(name), sc.RUN_STATUS, statuses))
-    return _from_spans(name, iter_spans(name))
+    opened = open_source(name)
+    if isinstance(opened, SpanSource):
+        # A backend gives the traces that hold a run that ended, as spanreplay runs lists them.
+        return _from_spans(name, opened.spans())
+    return _from_postgres(name)
 
 
 # --- spans -------------------------------------------------------------------------------
@@ -121,8 +119,8 @@ def _from_spans(name: str, spans: Iterable[SpanRecord]) -> CallSource:
 class CallCollector:
     """Takes spans one at a time (as a reader streams them) and keeps what cost needs.
 
-    ``passing(spans)`` lets another consumer of the same stream (``runs()``)
-    read it once for both.
+    ``add`` is also the tap a source's listing hands each span to, so that
+    ``spanreplay.runs()`` reads the source once for the runs and their cost.
     """
 
     def __init__(self) -> None:
@@ -131,11 +129,6 @@ class CallCollector:
         # attribute a foreign call to its run, and to see it is nested in ours.
         self._parents: dict[tuple[str, str], tuple[str | None, str | None, bool]] = {}
         self._candidates: dict[tuple[str, str], SpanRecord] = {}
-
-    def passing(self, spans: Iterable[SpanRecord]) -> Iterator[SpanRecord]:
-        for span in spans:
-            self.add(span)
-            yield span
 
     def add(self, span: SpanRecord) -> None:
         attributes = span.attributes
@@ -336,8 +329,8 @@ _STEPS_SQL: Final = (
 def _from_postgres(dsn: str) -> CallSource:
     import psycopg
 
-    from ..postgres._connect import connect, failure
-    from ..postgres._rows import read_status
+    from ..postgres.connect import connect, failure
+    from ..postgres.rows import read_status
 
     with connect(dsn) as conn:
         conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ

@@ -3,16 +3,32 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Iterable
 
 from .._events import RunSummary
 from ..errors import ConfigurationError
-from ..readers._base import warn
-from ._calls import ModelCall
+from ..readers import warn
+from ..sources import SpanSource, open_source
+from ._calls import CallCollector, ModelCall, read_calls
 from ._prices import PriceTable, builtin_prices, price_table
 from ._totals import Totals, price_calls
 
-__all__ = ["with_costs"]
+__all__ = ["runs_with_costs", "with_costs"]
+
+
+def runs_with_costs(source: str | os.PathLike[str]) -> list[RunSummary]:
+    """What ``spanreplay.runs()`` returns: the source's runs with their cost columns filled in.
+
+    A source of spans is read once: the listing hands each span it reads to the
+    call collector. Postgres keeps the calls in its own rows, read on their own.
+    """
+    opened = open_source(source)
+    if isinstance(opened, SpanSource):
+        calls = CallCollector()
+        found = opened.runs(calls.add)
+        return with_costs(found, calls.result(opened.name).calls)
+    return with_costs(opened.runs(), read_calls(source).calls)
 
 
 def with_costs(

@@ -1,6 +1,13 @@
-"""Runs kept in Postgres: the schema and its migrations, reading runs back, importing trace files.
+"""Runs kept in Postgres: the schema and its migrations, the exporter that writes rows as an
+agent runs, reading runs back (a source of ``spanreplay.sources``), importing trace files.
 
-The exporter that writes rows as an agent runs is ``spanreplay.exporters.postgres``.
+- ``schema``: the tables and their migrations (``spanreplay db upgrade``);
+- ``processor`` and ``exporter``: the span processor ``configure(postgres=...)`` adds;
+- ``rows``: spans to rows and rows back to events, shared by the writers and the reader;
+- ``source``: ``load()`` and ``runs()`` from a DSN;
+- ``backfill``: trace files into the tables (``spanreplay export``);
+- ``retention``: deleting old runs (``spanreplay prune``);
+- ``connect``: connections, and the errors that name the database and the fix.
 """
 
 try:
@@ -15,15 +22,23 @@ except ImportError as _exc:  # an optional dependency: say how to get it
     ) from None
 
 from ..errors import PostgresError
-from ._connect import describe, is_postgres_dsn
-from ._schema import LATEST, MIGRATIONS, Migration, upgrade, version
-from ._source import load, runs
+from .connect import describe, is_postgres_dsn
+from .exporter import DSN_VARIABLE, MODE_VARIABLE, attach
+from .processor import PostgresExportStats, PostgresSpanProcessor
+from .schema import LATEST, MIGRATIONS, Migration, upgrade, version
+from .source import PostgresSource, load, runs
 
 __all__ = [
+    "DSN_VARIABLE",
     "LATEST",
     "MIGRATIONS",
+    "MODE_VARIABLE",
     "Migration",
     "PostgresError",
+    "PostgresExportStats",
+    "PostgresSource",
+    "PostgresSpanProcessor",
+    "attach",
     "describe",
     "is_postgres_dsn",
     "load",

@@ -4,16 +4,28 @@ Each format has its own module that turns one parsed document or message into
 ``SpanRecord``s: ``_otlp_json`` (through the checked accessors of ``_base``;
 ``_otlp_json_typed`` decodes plain OTLP/JSON lines straight into msgspec structs
 first, and leaves any other line to it), ``_jaeger_json``, ``_otlp_proto`` (the
-official protobuf classes). ``_sources`` opens files, directories, globs,
+official protobuf classes); ``documents`` tells a parsed document's format and
+hands it to the right one. ``_sources`` opens files, directories, globs,
 rotated backups and stdin, unwraps gzip and zstd (``_zstd``), sniffs the format
 from the content and words every failure as a ``TraceFormatError``; ``_lines``
 streams JSON lines and skips, unparsed, those without a run id; ``_records``
-splits the Collector's length-prefixed records. ``_backends`` fetches traces
-from Jaeger's and Tempo's HTTP APIs, and ``_writers`` writes spans back out as
-OTLP for ``spanreplay convert``.
+splits the Collector's length-prefixed records; ``writers`` writes spans
+back out as OTLP for ``spanreplay convert``. Where spans are read from (files,
+stdin, Jaeger and Tempo, Postgres) is ``spanreplay.sources``.
 """
 
-from ._base import SpanReplayWarning
-from ._sources import expand, iter_spans, read_file
+from ._base import Incomplete, MalformedTrace, SpanReplayWarning, warn
+from ._sources import STDIN, expand, iter_spans, read_file
+from .documents import document_spans
 
-__all__ = ["SpanReplayWarning", "expand", "iter_spans", "read_file"]
+__all__ = [
+    "STDIN",
+    "Incomplete",
+    "MalformedTrace",
+    "SpanReplayWarning",
+    "document_spans",
+    "expand",
+    "iter_spans",
+    "read_file",
+    "warn",
+]

@@ -16,7 +16,7 @@ from typing import Any
 from .._spans import SpanEventRecord, SpanLinkRecord, SpanRecord
 from ._base import MalformedTrace, array, base64_bytes, count, integer, number, obj, text
 
-_KIND_NAMES = {
+KIND_NAMES = {
     "SPAN_KIND_UNSPECIFIED": 0,
     "SPAN_KIND_INTERNAL": 1,
     "SPAN_KIND_SERVER": 2,
@@ -24,7 +24,7 @@ _KIND_NAMES = {
     "SPAN_KIND_PRODUCER": 4,
     "SPAN_KIND_CONSUMER": 5,
 }
-_STATUS_NAMES = {"STATUS_CODE_UNSET": 0, "STATUS_CODE_OK": 1, "STATUS_CODE_ERROR": 2}
+STATUS_NAMES = {"STATUS_CODE_UNSET": 0, "STATUS_CODE_OK": 1, "STATUS_CODE_ERROR": 2}
 # Attribute values nest (arrays of maps of arrays); nothing real comes near this,
 # and a bound keeps a hostile file from exhausting the interpreter's stack.
 MAX_DEPTH = 64
@@ -136,11 +136,11 @@ def _span(
         span_id=hex_id(span.get("spanId", ""), 8),
         parent_span_id=parent,
         name=text(span.get("name", ""), "a span name"),
-        kind=_enum(span.get("kind", 0), _KIND_NAMES, "a span kind"),
+        kind=enum_value(span.get("kind", 0), KIND_NAMES, "a span kind"),
         start_ns=integer(span.get("startTimeUnixNano", 0), "startTimeUnixNano in nanoseconds"),
         end_ns=integer(span.get("endTimeUnixNano", 0), "endTimeUnixNano in nanoseconds"),
         attributes=key_values(span.get("attributes")),
-        status_code=_enum(status.get("code", 0), _STATUS_NAMES, "a status code"),
+        status_code=enum_value(status.get("code", 0), STATUS_NAMES, "a status code"),
         status_message=text(status.get("message", ""), "a status message"),
         resource=resource,
         scope_name=scope_name,
@@ -277,7 +277,7 @@ def hex_id(value: Any, size: int) -> str:
     raise MalformedTrace(f"id {raw_text!r:.60} is neither {size * 2} hex digits nor {size} bytes in base64")
 
 
-def _enum(value: Any, names: Mapping[str, int], what: str) -> int:
+def enum_value(value: Any, names: Mapping[str, int], what: str) -> int:
     if isinstance(value, str) and value in names:
         return names[value]
     return integer(value, what)

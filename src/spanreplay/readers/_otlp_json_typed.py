@@ -26,7 +26,7 @@ from msgspec import UNSET, Meta, Struct, UnsetType
 
 from .._spans import SpanEventRecord, SpanLinkRecord, SpanRecord
 from ._base import MalformedTrace, base64_bytes, integer, number
-from ._otlp_json import _KIND_NAMES, _STATUS_NAMES, MAX_DEPTH, _enum, all_hex, hex_id
+from ._otlp_json import KIND_NAMES, MAX_DEPTH, STATUS_NAMES, all_hex, enum_value, hex_id
 
 Int = Annotated[int, Meta(ge=-(2**63), le=2**63 - 1)]
 # Numbers only: a count the checked reader's count() would take as it is.
@@ -200,13 +200,13 @@ def _span(
         status_code, status_message = 0, ""
     else:
         code, status_message = status.code, status.message
-        status_code = code if type(code) is int else _enum(code, _STATUS_NAMES, "a status code")
+        status_code = code if type(code) is int else enum_value(code, STATUS_NAMES, "a status code")
     return SpanRecord(
         trace_id,
         span_id,
         span.name,
         parent or None,
-        kind if type(kind) is int else _enum(kind, _KIND_NAMES, "a span kind"),
+        kind if type(kind) is int else enum_value(kind, KIND_NAMES, "a span kind"),
         # int() of an int is the int, and of a string what the checked reader's integer() makes.
         int(span.startTimeUnixNano),
         int(span.endTimeUnixNano),

@@ -21,7 +21,7 @@ import os
 import re
 import sys
 import zlib
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -29,11 +29,12 @@ import orjson
 
 from .._spans import SpanRecord
 from ..errors import TraceFormatError
-from . import _jaeger_json, _otlp_json, _otlp_json_typed, _otlp_proto, _records
+from . import _otlp_json_typed, _otlp_proto, _records
 from ._base import Incomplete, MalformedTrace, NotATrace, warn
 from ._lines import line_number, matching_lines, numbered_lines
 from ._zstd import MAGIC as _ZSTD_MAGIC
 from ._zstd import ZstdCutShort, ZstdError, ZstdStream
+from .documents import FORMATS, classify, document_spans, format_error
 
 STDIN = "-"
 STDIN_NAME = "<stdin>"
@@ -43,11 +44,6 @@ _BUFFER = 1 << 20
 _GZIP_MAGIC = b"\x1f\x8b"
 _BOM = b"\xef\xbb\xbf"
 _GLOB_CHARS = frozenset("*?[")
-_OTHER_SIGNALS = ("resourceLogs", "resourceMetrics", "resourceProfiles")
-_FORMATS = (
-    "spanreplay reads OTLP/JSON (JSON lines or one document; plain, gzip or zstd), the Collector file "
-    "exporter's proto and compressed files, Jaeger JSON and Tempo JSON"
-)
 # The Collector's file rotation (lumberjack): traces.json -> traces-2024-05-01T10-00-00.000.json.
 _ROTATED = r"-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}\.\d{3}"
 _COMPRESSED_SUFFIXES = ("", ".gz", ".zst")
@@ -255,7 +251,7 @@ def _read(
     if first[:1] not in (b"{", b"["):
         if explicit:
             raise TraceFormatError(
-                f"{name} is not a trace file (it starts with {first[:20]!r}, not JSON); {_FORMATS}.", source=name
+                f"{name} is not a trace file (it starts with {first[:20]!r}, not JSON); {FORMATS}.", source=name
             )
         warn(f"Skipped {name}: not a trace file (it does not start with JSON).")
         return
@@ -274,17 +270,17 @@ def _read(
             yield from _read_document(name, first + stream.read(), explicit)
         return
     try:
-        _classify(doc)
+        classify(doc)
     except NotATrace as exc:
         if explicit:
-            raise _format_error(exc, name, lineno) from None
+            raise format_error(exc, name, lineno) from None
         warn(f"Skipped {name}: {exc}, so it is not a trace file.")
         return
     if contains is None or contains in first:
         try:
-            yield from _spans(doc, f"{name}:{lineno}")
+            yield from document_spans(doc, f"{name}:{lineno}")
         except MalformedTrace as exc:
-            raise _format_error(exc, name, lineno) from None
+            raise format_error(exc, name, lineno) from None
     yield from _read_lines(name, stream, contains, locate, start=lineno + 1, offset=at + len(first))
 
 
@@ -372,9 +368,9 @@ def _read_lines(
                 line=lineno,
             ) from None
         try:
-            yield from _spans(doc, origin)
+            yield from document_spans(doc, origin)
         except MalformedTrace as exc:
-            raise _format_error(exc, name, lineno or locate(at)) from None
+            raise format_error(exc, name, lineno or locate(at)) from None
 
 
 def _read_records(name: str, stream: IO[bytes], contains: bytes | None) -> Iterator[SpanRecord]:
@@ -392,7 +388,7 @@ def _read_records(name: str, stream: IO[bytes], contains: bytes | None) -> Itera
                         doc = orjson.loads(body)
                     except orjson.JSONDecodeError as exc:
                         raise MalformedTrace(f"its JSON is not valid ({exc.msg} at character {exc.pos})") from None
-                    yield from _spans(doc, where)
+                    yield from document_spans(doc, where)
                 else:
                     if bare is not None and bare not in body:
                         continue
@@ -424,96 +420,10 @@ def _read_document(name: str, data: bytes, explicit: bool) -> Iterator[SpanRecor
             line=exc.lineno,
         ) from None
     try:
-        yield from _spans(doc, name)
+        yield from document_spans(doc, name)
     except NotATrace as exc:
         if explicit:
-            raise _format_error(exc, name, None) from None
+            raise format_error(exc, name, None) from None
         warn(f"Skipped {name}: {exc}, so it is not a trace file.")
     except MalformedTrace as exc:
-        raise _format_error(exc, name, None) from None
-
-
-def _format_error(exc: MalformedTrace, name: str, lineno: int | None) -> TraceFormatError:
-    where = f"{name}:{lineno}" if lineno is not None else name
-    if isinstance(exc, Incomplete):
-        return TraceFormatError(f"{where}: {exc}.", source=name, line=lineno)
-    if isinstance(exc, NotATrace):
-        return TraceFormatError(f"{where} is not a trace: {exc}; {_FORMATS}.", source=name, line=lineno)
-    return TraceFormatError(
-        f"{where} is not a trace spanreplay can read ({exc}); export the trace again as OTLP/JSON or Jaeger JSON.",
-        source=name,
-        line=lineno,
-    )
-
-
-def _spans(doc: Any, origin: str) -> Iterator[SpanRecord]:
-    for item in _classify(doc):
-        yield from _dispatch(item, origin)
-
-
-def document_spans(doc: Any, origin: str) -> Iterator[SpanRecord]:
-    """The spans of one parsed JSON document of any supported format; MalformedTrace when it is none."""
-    return _spans(doc, origin)
-
-
-def _classify(doc: Any) -> list[Mapping[str, Any]]:
-    """The trace documents in a parsed JSON value; NotATrace when it is something else."""
-    if isinstance(doc, list):
-        # Some tools save a list of traces (Jaeger) or of OTLP documents.
-        if not all(isinstance(item, Mapping) for item in doc):
-            raise NotATrace("its top level is an array of something other than trace objects")
-        items: list[Mapping[str, Any]] = doc
-    elif isinstance(doc, Mapping):
-        items = [doc]
-    else:
-        raise NotATrace(f"its top level is a JSON {type(doc).__name__}, not an object")
-    for item in items:
-        if _format_of(item) is None:
-            keys = ", ".join(sorted(map(str, item))[:6]) or "none"
-            raise NotATrace(
-                f"its top-level keys are {keys:.200}, neither OTLP's resourceSpans nor Jaeger's data and spans"
-            )
-    return items
-
-
-def _format_of(doc: Mapping[str, Any]) -> str | None:
-    result, trace = doc.get("result"), doc.get("trace")
-    if "resourceSpans" in doc or "batches" in doc:
-        return "otlp"
-    if isinstance(result, Mapping) and "resourceSpans" in result:
-        return "otlp-result"  # Jaeger api/v3
-    if isinstance(trace, Mapping) and ("resourceSpans" in trace or "batches" in trace):
-        return "otlp-trace"  # Tempo api/v2
-    if isinstance(doc.get("data"), list) or _jaeger_json.is_jaeger_trace(doc):
-        return "jaeger"
-    if any(key in doc for key in _OTHER_SIGNALS):
-        return "other-signal"  # OTLP logs, metrics or profiles: valid, but no spans
-    return None
-
-
-def _dispatch(doc: Mapping[str, Any], origin: str) -> Iterator[SpanRecord]:
-    kind = _format_of(doc)
-    if kind == "otlp":
-        yield from _otlp_json.spans_from_document(doc, origin)
-    elif kind == "otlp-result":
-        yield from _otlp_json.spans_from_document(doc["result"], origin)
-    elif kind == "otlp-trace":
-        _check_complete(doc)
-        yield from _otlp_json.spans_from_document(doc["trace"], origin)
-    elif kind == "jaeger":
-        for jaeger_trace in _jaeger_json.traces_of(doc):
-            yield from _jaeger_json.spans_from_trace(jaeger_trace, origin)
-
-
-def _check_complete(doc: Mapping[str, Any]) -> None:
-    """Tempo's api/v2 marks a trace it cut to its size limit as PARTIAL: never replay half a run."""
-    status = doc.get("status")
-    if status in ("PARTIAL", 1):
-        said = doc.get("message")
-        reason = f" ({said!s:.200})" if isinstance(said, str) and said else ""
-        raise Incomplete(
-            f"Tempo returned this trace with status PARTIAL{reason}: the trace is larger than Tempo's "
-            "max_bytes_per_trace limit (default 5 MB), so spans were left out and the run cannot be replayed "
-            "from it; raise max_bytes_per_trace in Tempo's overrides for the tenant and fetch the trace again, "
-            "or read the run from the Collector's file export"
-        )
+        raise format_error(exc, name, None) from None

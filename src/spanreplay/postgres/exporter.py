@@ -1,4 +1,4 @@
-"""The Postgres exporter: boundary spans as ``agent_steps`` rows, committed per step."""
+"""The Postgres exporter's setup: boundary spans as ``agent_steps`` rows, committed per step."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Final
 
 from opentelemetry.sdk.trace import TracerProvider
 
-from ._processor import PostgresExportStats, PostgresSpanProcessor
+from .processor import PostgresExportStats, PostgresSpanProcessor
 
 __all__ = ["DSN_VARIABLE", "MODE_VARIABLE", "PostgresExportStats", "PostgresSpanProcessor", "attach"]
 

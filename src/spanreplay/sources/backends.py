@@ -33,9 +33,12 @@ from typing import Any, Final
 
 import orjson
 
+from .. import _semconv as sc
+from .._events import EventLog, RunSummary
 from .._spans import SpanRecord
-from ..errors import TraceFormatError
-from ._base import Incomplete, MalformedTrace
+from ..errors import RunNotFoundError, TraceFormatError
+from ..readers import Incomplete, MalformedTrace, document_spans
+from .runlog import SpanTap, build_log, only_run, summaries
 
 SCHEMES: Final = ("jaeger+http://", "jaeger+https://", "tempo+http://", "tempo+https://")
 _NAMES: Final = {"jaeger": "Jaeger", "tempo": "Tempo"}
@@ -291,8 +294,6 @@ def search_spans(backend: Backend, attribute: str, values: tuple[str, ...]) -> I
 
 def _spans(backend: Backend, doc: Any, origin: str) -> Iterator[SpanRecord]:
     """The spans of one fetched document, read by the same code as a downloaded file."""
-    from ._sources import document_spans  # the format dispatch lives with the file readers
-
     try:
         yield from document_spans(doc, origin)
     except Incomplete as exc:
@@ -303,3 +304,56 @@ def _spans(backend: Backend, doc: Any, origin: str) -> Iterator[SpanRecord]:
             f"{backend.shown} is the {backend.name} query API.",
             source=backend.shown,
         ) from None
+
+
+class BackendSource:
+    """Jaeger or Tempo: searched, not streamed, for the traces that hold a run."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source  # messages that named the source as given keep doing so
+        self.backend = parse(source)
+        self.name = self.backend.shown
+
+    def spans(self) -> Iterator[SpanRecord]:
+        """The spans of the traces that hold a run that ended (model spans and all)."""
+        return search_spans(self.backend, sc.RUN_STATUS, (sc.RUN_STATUS_OK, sc.RUN_STATUS_ERROR))
+
+    def runs(self, tap: SpanTap | None = None) -> list[RunSummary]:
+        return summaries(self.spans(), tap)
+
+    def load(self, run_id: str | None = None) -> EventLog:
+        backend = self.backend
+        if run_id is None:
+            run_id = only_run(self.runs(), backend.shown)
+        if is_trace_id(run_id):
+            spans = trace_spans(backend, run_id)
+            if spans is None:
+                raise RunNotFoundError(
+                    f"{backend.name} at {backend.shown} has no trace {run_id.lower()}; check the id, or that the "
+                    "trace is still within the backend's retention.",
+                    run_id=run_id,
+                )
+            in_trace = sorted({s.attributes[sc.RUN_ID] for s in spans if isinstance(s.attributes.get(sc.RUN_ID), str)})
+            if len(in_trace) != 1:
+                what = "no spanreplay run" if not in_trace else f"{len(in_trace)} runs ({', '.join(in_trace[:5])})"
+                raise RunNotFoundError(
+                    f"Trace {run_id.lower()} in {backend.shown} holds {what}; pass a run id instead "
+                    f"(spanreplay runs {backend.shown} lists them).",
+                    run_id=run_id,
+                    available=tuple(in_trace),
+                )
+            run_id = in_trace[0]
+            # The run may continue in other traces (a run scoped to a process spans requests).
+            spans += search_spans(backend, sc.RUN_ID, (run_id,))
+        else:
+            spans = list(search_spans(backend, sc.RUN_ID, (run_id,)))
+        mine = [s for s in spans if s.attributes.get(sc.RUN_ID) == run_id]
+        if not mine:
+            raise RunNotFoundError(
+                f"Run {run_id} is not in {backend.shown}: no trace of the last {backend.lookback} holds a span "
+                f"with {sc.RUN_ID}={run_id}; pass the trace id instead, or widen the search with ?lookback=30d "
+                "(and name the service with ?service=NAME for Jaeger).",
+                run_id=run_id,
+            )
+        # No lines to check for damage: a backend answers whole traces.
+        return build_log(run_id, mine, self.source, damage=lambda: "")

@@ -14,7 +14,7 @@ from typing import Any, Final
 
 import psycopg
 
-from ._connect import connect, describe, failure
+from .connect import connect, describe, failure
 
 MIGRATIONS_TABLE: Final = "spanreplay_migrations"
 # pg_advisory_xact_lock key: the ASCII of "spanrepl", so it cannot collide by accident.

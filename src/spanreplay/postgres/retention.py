@@ -9,8 +9,8 @@ from typing import Final
 
 import psycopg
 
-from ._connect import connect, failure
-from ._rows import read_status
+from .connect import connect, failure
+from .rows import read_status
 
 # A run id of the default form sorts by its date, so older runs are a range of the key.
 _DATED_ID: Final = r"^run_[0-9]{8}_[0-9]{6}_"

@@ -20,8 +20,8 @@ from .. import _codec
 from .. import _semconv as sc
 from .._spans import SpanRecord
 from ..readers import iter_spans
-from . import _rows
-from ._connect import connect, failure
+from . import rows
+from .connect import connect, failure
 
 _RUN_MARKER: Final = sc.RUN_ID.encode()
 
@@ -81,9 +81,9 @@ def _export(
             try:
                 with conn.transaction(), conn.cursor() as cur:
                     if runs:
-                        cur.executemany(_rows.UPSERT_RUN, runs)
+                        cur.executemany(rows.UPSERT_RUN, runs)
                     if steps:
-                        cur.executemany(_rows.INSERT_STEP, steps)
+                        cur.executemany(rows.INSERT_STEP, steps)
                         added += max(cur.rowcount, 0)
             except psycopg.Error as exc:
                 raise failure(dsn, "import the runs", exc) from None
@@ -99,10 +99,10 @@ def _export(
             if _codec.is_boundary_span(span):
                 # A span the source holds twice (an exporter retry) hits the unique key and is skipped.
                 seen += 1
-                steps.append(_rows.step_params(span))
+                steps.append(rows.step_params(span))
             elif _codec.is_run_span(span):
                 # Both copies of a run span (started, ended) go in: the upsert keeps the ended one.
-                runs.append(_rows.run_params(span))
+                runs.append(rows.run_params(span))
             else:
                 continue
             run_ids.setdefault(run_id)

@@ -9,6 +9,7 @@ serialization error nor blocks a writer.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import psycopg
@@ -16,10 +17,11 @@ import psycopg
 from .. import _codec
 from .. import _semconv as sc
 from .._events import EventLog, RunSummary
+from .._spans import SpanRecord
 from ..errors import RunNotFoundError, TraceFormatError
 from ..readers import SpanReplayWarning
-from . import _rows
-from ._connect import connect, describe, failure
+from . import rows
+from .connect import connect, describe, failure
 
 _SUMMARY = """
 SELECT r.run_id, r.agent, r.status, r.error_text, r.steps_recorded, r.trace_id, r.span_id,
@@ -35,10 +37,10 @@ def runs(dsn: str) -> list[RunSummary]:
         _snapshot(conn)
         try:
             with conn.transaction():
-                rows = conn.execute(_SUMMARY).fetchall()
+                found = conn.execute(_SUMMARY).fetchall()
         except psycopg.Error as exc:
             raise failure(dsn, "list the runs", exc) from None
-    return [_summary(row, dsn) for row in rows]
+    return [_summary(row, dsn) for row in found]
 
 
 def _summary(row: tuple[Any, ...], dsn: str) -> RunSummary:
@@ -52,7 +54,7 @@ def _summary(row: tuple[Any, ...], dsn: str) -> RunSummary:
     return RunSummary(
         run_id=run_id,
         agent=agent if span_id is not None else "",
-        status=_rows.read_status(status, end_ns) if span_id is not None else sc.RUN_STATUS_CRASHED,
+        status=rows.read_status(status, end_ns) if span_id is not None else sc.RUN_STATUS_CRASHED,
         error=error,
         steps=steps,
         trace_id=trace_id or "",
@@ -79,7 +81,7 @@ def load(dsn: str, run_id: str | None = None) -> EventLog:
                     found = conn.execute("SELECT run_id FROM agent_runs ORDER BY start_ns, run_id LIMIT 6").fetchall()
                     run_id = _only_run([r[0] for r in found], where)
                 run_row = conn.execute(
-                    f"SELECT {_rows.RUN_COLUMNS} FROM agent_runs WHERE run_id = %s", (run_id,)
+                    f"SELECT {rows.RUN_COLUMNS} FROM agent_runs WHERE run_id = %s", (run_id,)
                 ).fetchone()
                 if run_row is None:
                     latest = conn.execute(
@@ -94,13 +96,13 @@ def load(dsn: str, run_id: str | None = None) -> EventLog:
                         available=tuple(r[0] for r in reversed(latest)),
                     )
                 step_rows = conn.execute(
-                    f"SELECT {_rows.STEP_COLUMNS} FROM agent_steps WHERE run_id = %s ORDER BY step_number", (run_id,)
+                    f"SELECT {rows.STEP_COLUMNS} FROM agent_steps WHERE run_id = %s ORDER BY step_number", (run_id,)
                 ).fetchall()
         except psycopg.Error as exc:
             raise failure(dsn, f"read run {run_id}", exc) from None
     origin = f"{where} run {run_id}"
-    info = _rows.run_from_row(run_row, origin)
-    events = tuple(_codec.rebuild_inputs([_rows.event_from_row(row, f"{origin} seq {row[1]}") for row in step_rows]))
+    info = rows.run_from_row(run_row, origin)
+    events = tuple(_codec.rebuild_inputs([rows.event_from_row(row, f"{origin} seq {row[1]}") for row in step_rows]))
     _check_gaps(info.run_id, info.status, info.steps, [e.seq for e in events], where)
     return EventLog(info, events)
 
@@ -147,3 +149,18 @@ def _check_gaps(run_id: str, status: str, steps: int | None, seqs: list[int], wh
         f"`spanreplay export traces/ {where}` (existing rows are kept), then load again.",
         source=where,
     )
+
+
+class PostgresSource:
+    """A database the Postgres exporter wrote to: runs and steps are rows, read in one snapshot."""
+
+    def __init__(self, dsn: str) -> None:
+        self.dsn = dsn
+        self.name = describe(dsn)
+
+    def runs(self, tap: Callable[[SpanRecord], object] | None = None) -> list[RunSummary]:
+        # Rows, not spans: nothing for ``tap`` to see (cost reads the same tables itself).
+        return runs(self.dsn)
+
+    def load(self, run_id: str | None = None) -> EventLog:
+        return load(self.dsn, run_id)

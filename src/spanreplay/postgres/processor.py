@@ -34,10 +34,10 @@ from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from psycopg_pool import ConnectionPool
 
-from ... import _semconv as sc
-from ..._spans import SpanRecord
-from ...postgres import _rows
-from ...postgres._connect import check_dsn, connect_kwargs, describe, failure, session_settings
+from .. import _semconv as sc
+from .._spans import SpanRecord, from_sdk_span
+from . import rows
+from .connect import check_dsn, connect_kwargs, describe, failure, session_settings
 
 logger = logging.getLogger("spanreplay")
 
@@ -75,23 +75,6 @@ class _Write:
     # An ended span whose row the writer thread builds (batched mode): the agent's
     # thread then pays for neither the codec nor the digests.
     span: ReadableSpan | None = None
-
-
-def _span_record(span: ReadableSpan) -> SpanRecord:
-    """The SDK span as readers yield it: what the codec decodes, the same as from a file."""
-    ctx = span.get_span_context()
-    assert ctx is not None  # SDK spans always carry a context
-    attributes = {k: list(v) if isinstance(v, tuple) else v for k, v in (span.attributes or {}).items()}
-    return SpanRecord(
-        trace_id=format(ctx.trace_id, "032x"),
-        span_id=format(ctx.span_id, "016x"),
-        name=span.name,
-        start_ns=span.start_time or 0,
-        end_ns=span.end_time or 0,
-        attributes=attributes,
-        resource=dict(span.resource.attributes),
-        origin=f"span {span.name!r}",
-    )
 
 
 class PostgresSpanProcessor(SpanProcessor):
@@ -209,11 +192,9 @@ class PostgresSpanProcessor(SpanProcessor):
         """Fill in the row parameters of ``write`` from its span; None if the span cannot be a row."""
         if write.params is not None or write.span is None:
             return write
-        to_params: Callable[[SpanRecord], dict[str, Any]] = (
-            _rows.step_params if write.kind == _STEP else _rows.run_params
-        )
+        to_params: Callable[[SpanRecord], dict[str, Any]] = rows.step_params if write.kind == _STEP else rows.run_params
         try:
-            write.params = to_params(_span_record(write.span))
+            write.params = to_params(from_sdk_span(write.span))
         except Exception:  # telemetry never breaks the agent
             with self._cond:
                 self.stats.invalid += 1
@@ -242,15 +223,15 @@ class PostgresSpanProcessor(SpanProcessor):
         try:
             with self._pool.connection(timeout=self.timeout) as conn:
                 if len(writes) == 1:
-                    conn.execute(_rows.UPSERT_RUN if writes[0].kind == _RUN else _rows.INSERT_STEP, writes[0].params)
+                    conn.execute(rows.UPSERT_RUN if writes[0].kind == _RUN else rows.INSERT_STEP, writes[0].params)
                 else:
                     with conn.transaction(), conn.cursor() as cur:
                         runs = [w.params for w in writes if w.kind == _RUN and w.params is not None]
                         steps = [w.params for w in writes if w.kind == _STEP and w.params is not None]
                         if runs:
-                            cur.executemany(_rows.UPSERT_RUN, runs)
+                            cur.executemany(rows.UPSERT_RUN, runs)
                         if steps:
-                            cur.executemany(_rows.INSERT_STEP, steps)
+                            cur.executemany(rows.INSERT_STEP, steps)
         except Exception as exc:  # any failure: the database is down, slow or refuses
             self._failed(exc, writes)
             return False

@@ -1,0 +1,10 @@
+"""The Postgres exporter's former home, kept so that imports of it keep working.
+
+Everything Postgres now lives in ``spanreplay.postgres``: import
+``PostgresSpanProcessor`` from there. This module goes in a later release.
+"""
+
+from ..postgres.exporter import DSN_VARIABLE, MODE_VARIABLE, attach
+from ..postgres.processor import PostgresExportStats, PostgresSpanProcessor
+
+__all__ = ["DSN_VARIABLE", "MODE_VARIABLE", "PostgresExportStats", "PostgresSpanProcessor", "attach"]

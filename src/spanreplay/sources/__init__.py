@@ -1,0 +1,24 @@
+"""Sources: where runs are read back from, behind one protocol.
+
+``open_source`` (``registry``) turns what the user typed into a ``Source``
+(``protocol``): trace files and stdin (``files``, through the format readers of
+``spanreplay.readers``), Jaeger and Tempo (``backends``), Postgres
+(``spanreplay.postgres.source``). Span sources build their EventLogs and run
+listings with ``runlog``. ``spanreplay.load()`` and ``spanreplay.runs()`` and
+the CLI read every source through here; ``runs()`` gets its cost columns from
+``spanreplay.cost``.
+"""
+
+from .protocol import Source, SpanSource
+from .registry import open_source
+from .runlog import RUN_MARKER, SpanTap, build_log, summaries
+
+__all__ = [
+    "RUN_MARKER",
+    "Source",
+    "SpanSource",
+    "SpanTap",
+    "build_log",
+    "open_source",
+    "summaries",
+]

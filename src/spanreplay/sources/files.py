@@ -1,0 +1,96 @@
+"""Trace files and stdin as sources: a file, a directory, a glob, ``-``.
+
+Loading one run streams the files once and parses only the lines that hold its
+run id (quoted, so ``run_1`` does not pull in ``run_10``): a Collector export of
+thousands of runs costs a substring search per line, and a broken line of
+another run is never even looked at. Listing parses only the lines that hold a
+run id at all. stdin can be read once, so it is its own source.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Iterator
+
+from .. import _semconv as sc
+from .._events import EventLog, RunSummary
+from .._spans import SpanRecord
+from ..errors import SpanReplayError, TraceFormatError
+from ..readers import STDIN, SpanReplayWarning, iter_spans
+from .runlog import RUN_MARKER, SpanTap, build_log, needle, not_found, only_run, summaries
+
+
+class FileSource:
+    """Trace files: one file (with its rotated backups), a directory's files, a glob's matches."""
+
+    def __init__(self, source: str | os.PathLike[str]) -> None:
+        self.source = source
+        self.name = os.fspath(source)
+
+    def spans(self) -> Iterator[SpanRecord]:
+        return iter_spans(self.source)
+
+    def runs(self, tap: SpanTap | None = None) -> list[RunSummary]:
+        found = summaries(iter_spans(self.source, contains=RUN_MARKER), tap)
+        if not found:
+            # Lines without a run id were skipped unread; with no run found, make sure
+            # that is because the source holds none, not because its lines are broken.
+            self._validate()
+        return found
+
+    def load(self, run_id: str | None = None) -> EventLog:
+        if run_id is None:
+            run_id = only_run(self.runs(), self.name)
+        spans = [s for s in iter_spans(self.source, contains=needle(run_id)) if s.attributes.get(sc.RUN_ID) == run_id]
+        if not spans:
+            raise not_found(run_id, self.name, self._listed())
+        return build_log(run_id, spans, self.name, self._damage)
+
+    def _listed(self) -> list[str] | None:
+        """The runs in the source, for an error message; None when listing them fails too."""
+        try:
+            return [r.run_id for r in self.runs()]
+        except SpanReplayError:
+            return None
+
+    def _damage(self) -> str:
+        """A damaged line the run filter skipped, which may have held the lost spans."""
+        try:
+            self._validate()
+        except TraceFormatError as exc:
+            return f" (the source is also damaged, which may be where they went: {str(exc).rstrip('.')})"
+        return ""
+
+    def _validate(self) -> None:
+        """Read every line, raising on the first one that is broken."""
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", SpanReplayWarning)  # already shown by the first read
+            for _ in iter_spans(self.source):
+                pass
+
+
+class StdinSource:
+    """``-``: read once, so every spanreplay line is parsed on the one pass."""
+
+    name = STDIN
+
+    def spans(self) -> Iterator[SpanRecord]:
+        return iter_spans(STDIN)
+
+    def runs(self, tap: SpanTap | None = None) -> list[RunSummary]:
+        return summaries(iter_spans(STDIN, contains=RUN_MARKER), tap)
+
+    def load(self, run_id: str | None = None) -> EventLog:
+        # Only the wanted run's spans are kept (all runs' when the run is to be picked from them).
+        by_run: dict[str, list[SpanRecord]] = {}
+        for span in iter_spans(STDIN, contains=RUN_MARKER if run_id is None else needle(run_id)):
+            found = span.attributes.get(sc.RUN_ID)
+            if isinstance(found, str) and (run_id is None or found == run_id):
+                by_run.setdefault(found, []).append(span)
+        if run_id is None:
+            run_id = only_run(summaries(s for spans in by_run.values() for s in spans), "stdin")
+        if run_id not in by_run:
+            raise not_found(run_id, "stdin", None)
+        # Already consumed: no lines left to check for damage.
+        return build_log(run_id, by_run[run_id], STDIN, damage=lambda: "")
