@@ -105,8 +105,13 @@ def test_a_new_kind_of_source_is_a_class_that_keeps_the_protocol(trace_dir: Path
     assert not isinstance(NoLoad(), Source)
 
 
-def test_the_exporters_former_import_path_gives_the_same_processor() -> None:
-    from spanreplay.exporters.postgres import PostgresSpanProcessor as old
+def test_the_exporters_former_import_path_gives_the_same_processor_and_says_it_moved() -> None:
+    import importlib
+    import sys
+
+    sys.modules.pop("spanreplay.exporters.postgres", None)
+    with pytest.warns(DeprecationWarning, match="moved to spanreplay.postgres"):
+        old = importlib.import_module("spanreplay.exporters.postgres")
     from spanreplay.postgres import PostgresSpanProcessor
 
-    assert old is PostgresSpanProcessor
+    assert old.PostgresSpanProcessor is PostgresSpanProcessor

@@ -24,7 +24,7 @@ from .exporters._otlp_json import attributes_of
 from .masking import Masker, MaskingConfig, masker_for
 
 if TYPE_CHECKING:
-    from .exporters.postgres import PostgresSpanProcessor
+    from .postgres import PostgresSpanProcessor
 
 logger = logging.getLogger("spanreplay")
 
@@ -333,7 +333,7 @@ def _postgres_processor(
 ) -> PostgresSpanProcessor | None:
     if postgres is None and previous is None and not os.environ.get("SPANREPLAY_POSTGRES_DSN"):
         return None  # psycopg is an optional dependency: imported only when Postgres is asked for
-    from .exporters.postgres import attach
+    from .postgres import attach
 
     return attach(provider, postgres, previous)
 

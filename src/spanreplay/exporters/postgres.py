@@ -4,7 +4,16 @@ Everything Postgres now lives in ``spanreplay.postgres``: import
 ``PostgresSpanProcessor`` from there. This module goes in a later release.
 """
 
+import warnings
+
 from ..postgres.exporter import DSN_VARIABLE, MODE_VARIABLE, attach
 from ..postgres.processor import PostgresExportStats, PostgresSpanProcessor
 
 __all__ = ["DSN_VARIABLE", "MODE_VARIABLE", "PostgresExportStats", "PostgresSpanProcessor", "attach"]
+
+warnings.warn(
+    "spanreplay.exporters.postgres moved to spanreplay.postgres; import PostgresSpanProcessor from there "
+    "(this module goes in a later release).",
+    DeprecationWarning,
+    stacklevel=2,
+)
