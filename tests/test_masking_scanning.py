@@ -18,6 +18,8 @@ from hypothesis import strategies as st
 
 from spanreplay.masking import BUILTIN_DETECTORS, Masker, MaskingConfig, Pattern, RegexDetector
 from spanreplay.masking._checks import ipv6_ok
+from spanreplay.masking._hinted import hinted, hinted_detector
+from spanreplay.masking._hints import hints_of
 from spanreplay.masking._regex import shape_of
 from test_masking_pipeline import FAST, PLAIN, PYTHON, TEXTS, needs_hyperscan
 from test_masking_samples import FILLER, planted
@@ -112,9 +114,11 @@ def test_a_masked_dense_payload_is_not_masked_again(messages: list[str]) -> None
 # Detectors of one's own that see more than their own string: an anchor, a class
 # that takes NUL, and a refine that reads the whole text. Each is asked string by string.
 NOT_SEPARABLE = [
-    RegexDetector("line_ref", r"^REF-[0-9]{4}", literals=("REF-",)),
-    RegexDetector("tail", r"END[0-9]+$", literals=("END",), prefilter=r"END[0-9]", reach=30),
-    RegexDetector("pair", r"ab.cd", literals=("ab",), prefilter=r"ab", reach=4),
+    RegexDetector("line_ref", r"^REF-[0-9]{4}"),
+    # Two with prefilters, as the built-in ones have, that the hyperscan gate locates.
+    hinted_detector("tail", hinted(r"END[0-9]+$", literals=("END",), prefilter=r"END[0-9]", reach=30)),
+    hinted_detector("pair", hinted(r"ab.cd", literals=("ab",), prefilter=r"ab", reach=4)),
+    RegexDetector("pair_as_written", r"ab.cd"),
     RegexDetector(
         "first_word",
         [Pattern(r"[a-z]{5}", refine=lambda text, start, end: (start, end) if start == 0 else None)],
@@ -132,7 +136,7 @@ def test_detectors_that_see_past_their_string_are_asked_string_by_string(
     if engine == "hyperscan" and FAST is PYTHON:
         pytest.skip("the hyperscan package is not installed")
     masker = Masker(MaskingConfig(engine=engine, detectors=NOT_SEPARABLE, field_names=()))
-    assert not any(getattr(d, "separable", False) for d in NOT_SEPARABLE)
+    assert not any(hints_of(d).separable for d in NOT_SEPARABLE)
     assert masker.mask("tool", "t", texts).value == alone(masker, texts)
 
 
@@ -140,9 +144,6 @@ def test_a_detector_class_of_ones_own_is_asked_string_by_string() -> None:
     class Word:
         name: str = "word"
         pseudonymize: bool = False
-        min_length: int = 1
-        literals: tuple[str, ...] = ("secret",)
-        prefilter: str | None = "secret"
 
         def __call__(self, text: str) -> list[tuple[int, int]]:
             # Sees its whole string: only a string that starts with the word counts.
@@ -218,7 +219,7 @@ def test_which_expressions_scan_joined_strings_alike(expression: str, separable:
 
 
 def test_every_builtin_detector_but_private_keys_scans_joined_strings() -> None:
-    joined = {d.name for d in BUILTIN_DETECTORS if getattr(d, "separable", False)}
+    joined = {d.name for d in BUILTIN_DETECTORS if hints_of(d).separable}
     assert joined == {d.name for d in BUILTIN_DETECTORS} - {"private_key"}
 
 
