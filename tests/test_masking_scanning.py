@@ -20,7 +20,7 @@ from spanreplay.masking import BUILTIN_DETECTORS, Masker, MaskingConfig, Pattern
 from spanreplay.masking._checks import ipv6_ok
 from spanreplay.masking._hinted import hinted, hinted_detector
 from spanreplay.masking._hints import hints_of
-from spanreplay.masking._regex import shape_of
+from spanreplay.masking._regex import first_characters, shape_of
 from test_masking_pipeline import FAST, PLAIN, PYTHON, TEXTS, needs_hyperscan
 from test_masking_samples import FILLER, planted
 
@@ -309,3 +309,48 @@ def test_a_masker_that_remembers_tokens_masks_like_a_fresh_one(messages: list[st
         result: Any = warm.mask("model", "m", messages)
     fresh = Masker(MaskingConfig(engine="python", key="project-key")).mask("model", "m", messages)
     assert result == fresh
+
+
+# --- what a detector of one's own is asked by: characters its expressions start with -------------
+
+STARTS = [
+    (r"TCK-[0-9]{8}+", ("T",)),
+    (r"(?:ab|cd)x", ("a", "c")),
+    (r"[a-c]++@corp", ("a", "b", "c")),
+    (r"^REF-[0-9]{4}", ("R",)),
+    (r"(?<![a-z])q[0-9]", ("q",)),
+    (r"(z)\1", ("z",)),
+    (r"x?y", ()),  # may start with either: not known
+    (r"[^a]b", ()),
+    (r"(?i)abc", ()),
+    (r'"quoted"', ()),  # a JSON writer escapes the quote: not found as it is in a payload
+    (r"\dz", ()),
+]
+
+
+@pytest.mark.parametrize(("expression", "first"), STARTS)
+def test_the_characters_an_expression_starts_with_are_read_from_it(expression: str, first: tuple[str, ...]) -> None:
+    assert first_characters(re.compile(expression, re.ASCII)) == first
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from([e for e, _ in STARTS]), st.text(alphabet='abcdqxyzRTEFCK-0123@orp"\n', max_size=30))
+def test_every_match_starts_with_one_of_the_characters_read(expression: str, text: str) -> None:
+    regex = re.compile(expression, re.ASCII)
+    first = first_characters(regex)
+    for match in regex.finditer(text):
+        assert not first or text[match.start()] in first
+
+
+@pytest.mark.parametrize("engine", ["python", "hyperscan"])
+def test_a_detector_as_a_user_writes_it_is_found_wherever_it_matches(engine: Literal["python", "hyperscan"]) -> None:
+    if engine == "hyperscan" and FAST is PYTHON:
+        pytest.skip("the hyperscan package is not installed")
+    own = [RegexDetector("ticket", r"TCK-[0-9]{4}"), RegexDetector("any_word", r"[a-z]{3}(?=!)")]
+    masker = Masker(MaskingConfig(engine=engine, detectors=own, field_names=(), key=""))
+    payload = {"a": "TCK-1234", "b": ["x", "say hey!"], "TCK-9999": "\x00TCK-0000\x00"}
+    assert masker.mask("tool", "t", payload).value == {
+        "a": "<ticket>",
+        "b": ["x", "say <any_word>!"],
+        "<ticket>": "\x00<ticket>\x00",
+    }
