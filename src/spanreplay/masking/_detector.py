@@ -80,7 +80,7 @@ def warn_old_hints(detector: object) -> None:
             "deprecated and ignored, since a wrong one made an engine skip what the detector finds. "
             "The detector is asked about every string; remove the attributes.",
             DeprecationWarning,
-            stacklevel=4,
+            stacklevel=3,
         )
 
 
