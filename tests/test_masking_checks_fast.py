@@ -18,7 +18,8 @@ from collections.abc import Iterator, Sequence
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
-from spanreplay.masking import _checks, _detectors
+from spanreplay.masking import BUILTIN_DETECTORS, Pattern, RegexDetector, _builtin_network, _builtin_personal, _checks
+from spanreplay.masking._builtin_personal import EmailDetector
 from spanreplay.masking._checks import (
     IBAN_LENGTHS,
     card_network_ok,
@@ -30,7 +31,7 @@ from spanreplay.masking._checks import (
     luhn_ok,
     ssn_ok,
 )
-from spanreplay.masking._detectors import BUILTIN_DETECTORS, EmailDetector, Pattern, RegexDetector
+from spanreplay.masking._hinted import hinted
 
 SLOW = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -149,9 +150,9 @@ def ipv6_refine_reference(text: str, colon: int, stop: int) -> tuple[int, int] |
 def spans_reference(pattern: Pattern, text: str, windows: Sequence[tuple[int, int]] | None) -> list[tuple[int, int]]:
     """``Pattern.spans`` as one loop for every kind of pattern (its documented steps)."""
     n = len(text)
-    reach = pattern.reach or 0
-    extent = pattern._extent
-    shortest = pattern._min_width or 1
+    reach = pattern.hints.reach or 0
+    extent = pattern.extent
+    shortest = pattern.hints.min_width or 1
     last = 0
     found: list[tuple[int, int]] = []
     margin = reach if extent is None else 0
@@ -345,7 +346,7 @@ def test_iban_refine_matches_the_textbook_walk(text: str) -> None:
     (pattern,) = _builtin("iban").patterns
     for match in pattern.regex.finditer(text):
         start, stop = match.span()
-        assert _detectors._iban_refine(text, start, stop) == iban_refine_reference(text, start, stop), match
+        assert _builtin_personal._iban_refine(text, start, stop) == iban_refine_reference(text, start, stop), match
 
 
 # --- IPv4, SSN, phone -------------------------------------------------------------------------
@@ -402,8 +403,8 @@ def test_phone_checks_count_ascii_digits(text: str) -> None:
     assume(text.isascii())
     digits = sum(ch in string.digits for ch in text)
     date = re.match(r"[0-3][0-9][./\-][01][0-9][./\-](?:19|20)[0-9]{2}", text) is not None
-    assert _detectors._phone_international(text) == (8 <= digits <= 15)
-    assert _detectors._phone_national(text) == (9 <= digits <= 12 and not date)
+    assert _builtin_personal._phone_international(text) == (8 <= digits <= 15)
+    assert _builtin_personal._phone_national(text) == (9 <= digits <= 12 and not date)
 
 
 # --- IPv6 ---------------------------------------------------------------------------------------
@@ -451,7 +452,7 @@ def test_ipv6_refine_matches_the_reference(text: str) -> None:
     (pattern,) = _builtin("ipv6").patterns
     for match in pattern.regex.finditer(text):
         start, stop = match.span()
-        assert _detectors._ipv6_refine(text, start, stop) == ipv6_refine_reference(text, start, stop), match
+        assert _builtin_network._ipv6_refine(text, start, stop) == ipv6_refine_reference(text, start, stop), match
 
 
 # --- Pattern.spans and the email detector ------------------------------------------------------
@@ -465,7 +466,7 @@ PATTERNS += [
     ("plain", 1, Pattern(r"[0-9][0-9 ]{2,5}[0-9]", check=lambda t: "5" not in t)),
     ("group", 0, Pattern(r"a([0-9]{2})(?![0-9])", group=1, check=lambda t: t != "00")),
     ("refine", 0, Pattern(r"[0-9]{2,4}", refine=lambda text, a, b: (a, b - 1) if b - a > 2 else None)),
-    ("unbounded", 0, Pattern(r"[0-9]++(?!\.)", prefilter="[0-9]", reach=4, check=lambda t: len(t) != 3)),
+    ("unbounded", 0, hinted(r"[0-9]++(?!\.)", prefilter="[0-9]", reach=4, check=lambda t: len(t) != 3)),
 ]
 
 

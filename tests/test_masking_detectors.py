@@ -176,7 +176,7 @@ def test_overlapping_findings_go_to_the_earliest_then_the_first_detector() -> No
 
 
 def test_a_custom_regex_detector_masks_its_pattern() -> None:
-    ticket = RegexDetector("ticket_id", r"TCK-[0-9]{8}+", literals=("TCK-",), prefilter=r"TCK-[0-9]{8}", reach=4)
+    ticket = RegexDetector("ticket_id", r"TCK-[0-9]{8}+")
     for engine in ENGINES:
         if engine == "hyperscan":
             pytest.importorskip("hyperscan")

@@ -17,15 +17,17 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from spanreplay.masking import Masker, MaskingConfig, Pattern, RegexDetector
-from spanreplay.masking._engine import HyperscanGate, _unescaped, _windows, _windows_before
+from spanreplay.masking import Masker, MaskingConfig, RegexDetector
+from spanreplay.masking._engine import HyperscanGate
+from spanreplay.masking._hinted import hinted, hinted_detector
+from spanreplay.masking._windows import around, before_ends, unescaped
 from test_masking_pipeline import FAST, PYTHON, needs_hyperscan
 from test_masking_samples import FILLER, planted
 
 # --- the windows, against references ------------------------------------------------------------
 
 
-def reference_windows(ends: list[int], lead: int, reach: int, n: int) -> list[tuple[int, int]]:
+def referencearound(ends: list[int], lead: int, reach: int, n: int) -> list[tuple[int, int]]:
     """Each end's window clipped to the text, then windows that overlap or touch merged."""
     out: list[tuple[int, int]] = []
     for a, b in sorted((max(0, end - lead), min(n, end + reach)) for end in ends):
@@ -53,7 +55,7 @@ def ends_in_a_text(draw: st.DrawFn) -> tuple[list[int], int, int, int]:
 def test_windows_from_ends_match_the_reference(case: tuple[list[int], int, int, int]) -> None:
     ends, lead, reach, n = case
     shuffled = list(reversed(ends))  # the order hyperscan reports in does not matter
-    assert _windows_before(shuffled, lead, reach, n) == reference_windows(ends, lead, reach, n)
+    assert before_ends(shuffled, lead, reach, n) == referencearound(ends, lead, reach, n)
 
 
 @st.composite
@@ -74,8 +76,8 @@ def test_windows_from_ends_hold_the_windows_of_the_matches_starts(
     # A match's start, when hyperscan reports it, makes the tightest window; the one
     # built from its end and the prefilter's widest match must hold it.
     matches, width, reach, n = case
-    wide = _windows_before([end for _, end in matches], width + reach, reach, n)
-    for a, b in _windows(list(matches), reach, n):
+    wide = before_ends([end for _, end in matches], width + reach, reach, n)
+    for a, b in around(list(matches), reach, n):
         assert any(lo <= a and b <= hi for lo, hi in wide), (a, b, wide)
 
 
@@ -91,13 +93,14 @@ def test_every_builtin_prefilter_is_of_known_width_and_asks_for_no_match_start()
     assert not gate._starts
     for (i, j), lead in zip(gate._targets, gate._leads, strict=True):
         detector = FAST.detectors[i]
-        if j < 0 or not isinstance(detector, RegexDetector) or detector.patterns[j].reach is None:
+        if j < 0 or not isinstance(detector, RegexDetector) or detector.patterns[j].hints.reach is None:
             continue
         pattern = detector.patterns[j]
-        assert pattern.prefilter is not None
+        assert pattern.hints.prefilter is not None
+        assert pattern.hints.reach is not None
         # Python's parser and hyperscan agree on the built-in prefilters' widths.
-        widest = parser.parse(_unescaped(pattern.prefilter)).getwidth()[1]
-        assert lead == widest + pattern.reach, detector.name
+        widest = parser.parse(unescaped(pattern.hints.prefilter)).getwidth()[1]
+        assert lead == widest + pattern.hints.reach, detector.name
 
 
 @needs_hyperscan
@@ -109,12 +112,12 @@ def test_every_builtin_prefilter_is_of_known_width_and_asks_for_no_match_start()
         ("a+", None),  # unbounded
         ("a{2,}b", None),
         ("ba{,3}", None),  # "{,3}" repeats to Python; to hyperscan it is four characters
-        ("b[[:digit:]]{2}", 3),  # a POSIX class: Python reads it wider than it is
+        ("b[[:digit:]]{2}", 4),  # a POSIX class: Python reads it wider, which bounds it still
         ("é{2}", None),  # hyperscan counts the bytes of a non-ASCII character
         ("a(?=b)", None),  # not hyperscan syntax at all
     ],
 )
-def test_a_prefilters_width_is_the_one_hyperscan_states(expression: str, widest: int | None) -> None:
+def test_a_prefilters_width_is_bounded_where_hyperscan_confirms_it(expression: str, widest: int | None) -> None:
     gate = FAST.gate
     assert isinstance(gate, HyperscanGate)
     assert gate._widest(expression) == widest
@@ -124,18 +127,18 @@ def test_a_prefilters_width_is_the_one_hyperscan_states(expression: str, widest:
 
 # Each hit starts up to 13 characters before its prefilter's match starts (twelve
 # letters and "-") and ends where the longest of its matches ends.
-EDGE = RegexDetector(
+EDGE = hinted_detector(
     "edge",
     [
         # Bounded: its windows start the widest match (6) and the reach before each end.
-        Pattern(r"[a-z]{1,12}+-b[0-9]{1,5}+(?![0-9])", prefilter=r"b[0-9]{1,5}", reach=13),
+        hinted(r"[a-z]{1,12}+-b[0-9]{1,5}+(?![0-9])", prefilter=r"b[0-9]{1,5}", reach=13),
         # Unbounded: its windows start at its matches' starts.
-        Pattern(r"[a-z]{1,12}+-c[0-9]++", prefilter=r"c[0-9]+", reach=13),
+        hinted(r"[a-z]{1,12}+-c[0-9]++", prefilter=r"c[0-9]+", reach=13),
         # Python would read the prefilter as "x" repeated up to three times, one or
         # three characters, where hyperscan matches the five characters "x{,3}".
-        Pattern(r"[a-z]{1,12}+-x\{,3\}", prefilter=r"x{,3}", reach=13),
+        hinted(r"[a-z]{1,12}+-x\{,3\}", prefilter=r"x{,3}", reach=13),
         # Fixed width: every window starts exactly the width and the reach before its end.
-        Pattern(r"[a-z]{1,12}+-d[0-9]{5}(?![0-9])", prefilter=r"d[0-9]{5}", reach=13),
+        hinted(r"[a-z]{1,12}+-d[0-9]{5}(?![0-9])", prefilter=r"d[0-9]{5}", reach=13),
     ],
     pseudonymize=False,
     min_length=4,
@@ -222,10 +225,10 @@ def test_both_engines_mask_packed_builtin_findings_alike(texts: list[str]) -> No
 # ones too: whether it is asked shows in what is masked. The other detector has every
 # string looked at, the short ones included.
 LONG_ONLY = [
-    RegexDetector(
-        "long_only", r"zz[0-9]{3}", pseudonymize=False, min_length=30, prefilter=r"zz[0-9]{3}", literals=("zz",)
+    hinted_detector(
+        "long_only", hinted(r"zz[0-9]{3}", prefilter=r"zz[0-9]{3}", literals=("zz",)), pseudonymize=False, min_length=30
     ),
-    RegexDetector("qq", r"qq", pseudonymize=False, min_length=2, prefilter=r"qq", literals=("qq",)),
+    hinted_detector("qq", hinted(r"qq", prefilter=r"qq", literals=("qq",)), pseudonymize=False, min_length=2),
 ]
 LONG_ONLY_ENGINES = (
     Masker(MaskingConfig(engine="python", detectors=LONG_ONLY, field_names=())),
@@ -252,12 +255,12 @@ def test_a_detector_is_asked_alike_when_only_some_texts_are_long_enough(texts: l
 # Hyperscan misses a match of "c[0-9]+" that ends where its data ends, 15 characters
 # or more in, and one of "c[0-9]{1,5}" compiled without SOM_LEFTMOST; the gate puts a
 # NUL after the last string, as between the others, so that none ends there.
-AT_THE_END = RegexDetector(
+AT_THE_END = hinted_detector(
     "at_the_end",
     [
-        Pattern(r"[a-z]{1,12}+-c[0-9]++", prefilter=r"c[0-9]+", reach=13),
-        Pattern(r"[a-z]{1,12}+-b[0-9]{1,5}+(?![0-9])", prefilter=r"b[0-9]{1,5}", reach=13),
-        Pattern(r"tok_[0-9]++", prefilter=r"tok_[0-9]+"),
+        hinted(r"[a-z]{1,12}+-c[0-9]++", prefilter=r"c[0-9]+", reach=13),
+        hinted(r"[a-z]{1,12}+-b[0-9]{1,5}+(?![0-9])", prefilter=r"b[0-9]{1,5}", reach=13),
+        hinted(r"tok_[0-9]++", prefilter=r"tok_[0-9]+"),
     ],
     pseudonymize=False,
 )

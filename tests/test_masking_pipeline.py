@@ -18,6 +18,7 @@ from spanreplay.masking import (
     FieldNames,
     Masker,
     MaskingConfig,
+    Pattern,
     RegexDetector,
     drop,
     format_path,
@@ -34,6 +35,7 @@ needs_hyperscan = pytest.mark.skipif(not hyperscan_available(), reason="the hype
 PYTHON = Masker(MaskingConfig(engine="python", key="project-key"))
 FAST = Masker(MaskingConfig(engine="hyperscan", key="project-key")) if hyperscan_available() else PYTHON
 PLAIN = Masker(MaskingConfig(engine="python", key=""))
+ENGINE_NAMES = ["python", "hyperscan"] if hyperscan_available() else ["python"]
 
 # Text made of the characters detectors care about, in runs: digits, separators,
 # "@", ".", ":", hex letters, "<" and ">", "+", and fragments of real secrets.
@@ -365,20 +367,33 @@ def test_a_session_masks_a_growing_conversation_like_a_fresh_masker(addresses: l
     assert session.cached_strings >= len(addresses)
 
 
-def test_a_session_does_not_mask_a_remembered_message_again(monkeypatch: pytest.MonkeyPatch) -> None:
-    session = PYTHON.session()
+class Counting:
+    """A detector that finds nothing and notes every text it is asked about."""
+
+    name = "counted"
+    pseudonymize = True
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    def __call__(self, text: str) -> list[tuple[int, int]]:
+        self.asked.append(text)
+        return []
+
+    def normalize(self, found: str) -> str:
+        return found
+
+
+@pytest.mark.parametrize("engine", ENGINE_NAMES)
+def test_a_session_does_not_mask_a_remembered_message_again(engine: str) -> None:
+    counting = Counting()
+    session = Masker(MaskingConfig(engine=engine, extra_detectors=[counting])).session()
     long_text = "mail jane@example.com " + "about the order " * 10
     session.mask("model", "m", {"messages": [long_text]})
-    scanned: list[str] = []
-    original = PYTHON._detect
-
-    def counting(texts: Any, active: Any) -> Any:
-        scanned.extend(texts)
-        return original(texts, active)
-
-    monkeypatch.setattr(PYTHON, "_detect", counting)
+    assert long_text in counting.asked
+    counting.asked.clear()
     second = session.mask("model", "m", {"messages": [long_text, "and call +44 20 7946 0958 please"]})
-    assert scanned == ["and call +44 20 7946 0958 please"]
+    assert counting.asked == ["and call +44 20 7946 0958 please"]
     assert second.fired == (("messages[0]", "email"), ("messages[1]", "phone"))
 
 
@@ -396,22 +411,55 @@ def test_bad_configuration_is_refused_with_the_fix() -> None:
         transform("a", None)  # type: ignore[arg-type]
     with pytest.raises(ConfigurationError, match="cannot be read"):
         mask("a[")
-    with pytest.raises(ConfigurationError, match="no prefilter to reach from"):
-        RegexDetector("x", r"x", reach=3)
 
 
-@needs_hyperscan
-def test_a_prefilter_hyperscan_cannot_compile_is_refused_with_the_fix() -> None:
-    detector = RegexDetector("x", r"a", prefilter=r"(?<=b)a")
-    with pytest.raises(ConfigurationError, match=r"no lookarounds.*engine='python'"):
-        Masker(MaskingConfig(extra_detectors=[detector], engine="hyperscan"))
-    # The pure-Python engine never compiles prefilters.
-    assert Masker(MaskingConfig(extra_detectors=[detector], engine="python")).scan_text("ba") == ("b<x>", ("x",))
+# --- engine hints of old: accepted, ignored, and never a reason to skip -----------------------------
+
+
+@pytest.mark.parametrize("engine", ENGINE_NAMES)
+def test_old_engine_hints_are_ignored_with_a_warning_and_skip_nothing(engine: str) -> None:
+    # Each hint is wrong: a prefilter hyperscan cannot compile, one that never matches,
+    # literals that never occur, a reach of nothing, a shortest text too long.
+    with pytest.warns(DeprecationWarning, match=r"RegexDetector\('x'\) was given prefilter=: engine hints are"):
+        uncompilable = RegexDetector("x", r"a", prefilter=r"(?<=b)a")
+    with pytest.warns(DeprecationWarning, match="min_length=, prefilter=, reach=, literals=: .*remove the argument"):
+        wrong = RegexDetector("ticket", r"TCK-[0-9]{4}", min_length=40, prefilter="zzz", reach=1, literals=["q"])
+    with pytest.warns(DeprecationWarning, match=re.escape("Pattern('T[0-9]') was given prefilter=, reach=")):
+        pattern = Pattern(r"T[0-9]", prefilter="zzz", reach=3)
+    masker = Masker(MaskingConfig(engine=engine, extra_detectors=[uncompilable, wrong, RegexDetector("t", pattern)]))
+    assert masker.scan_text("ba TCK-1234") == ("b<x> <ticket>", ("x", "ticket"))
+    assert masker.mask("tool", "t", {"k": "see TCK-1234", "n": "T1 ok"}).value == {"k": "see <ticket>", "n": "<t> ok"}
+
+
+class OldStyle:
+    """A detector class of one's own written when detectors carried engine hints."""
+
+    name = "old"
+    pseudonymize = False
+    min_length = 50
+    literals = ("never",)
+    prefilter = "never"
+    separable = True
+
+    def __call__(self, text: str) -> list[tuple[int, int]]:
+        at = text.find("OLD")
+        return [] if at < 0 else [(at, at + 3)]
+
+    def normalize(self, found: str) -> str:
+        return found
+
+
+@pytest.mark.parametrize("engine", ENGINE_NAMES)
+def test_a_detector_class_with_old_hints_is_warned_about_and_asked_everywhere(engine: str) -> None:
+    with pytest.warns(DeprecationWarning, match="Detector 'old' has min_length, literals, prefilter, separable"):
+        masker = Masker(MaskingConfig(engine=engine, extra_detectors=[OldStyle()]))
+    result = masker.mask("tool", "t", {"a": "an OLD one", "b": ["OLD"]})
+    assert result.value == {"a": "an <old> one", "b": ["<old>"]}
 
 
 def test_findings_that_hide_each_other_are_masked_until_none_is_left() -> None:
     # "ab" counts only after a non-letter: each masked "ab" reveals the next one.
-    chained = RegexDetector("x", r"a(?<![a-z]a)b", literals=("ab",))
+    chained = RegexDetector("x", r"a(?<![a-z]a)b")
     masker = Masker(MaskingConfig(detectors=[chained], field_names=()))
     assert masker.scan_text("ab" * 3) == ("<x>" * 3, ("x",))
     # A longer chain would cost a pass per link: the text is withheld instead.

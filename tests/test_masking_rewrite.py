@@ -19,11 +19,11 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from spanreplay.masking import Masker, MaskingConfig, Pattern, RegexDetector
+from spanreplay.masking import Masker, MaskingConfig, Pattern, RegexDetector, format_path
+from spanreplay.masking._hinted import hinted, hinted_detector
 from spanreplay.masking._joined import join, starts_of
-from spanreplay.masking._pseudonyms import PLACEHOLDER
+from spanreplay.masking._pseudonyms import PLACEHOLDER, Pseudonyms
 from spanreplay.masking._scanner import WITHHELD
-from spanreplay.masking._walk import format_path
 from test_masking_pipeline import FAST, PYTHON
 from test_masking_samples import FILLER, KINDS
 
@@ -36,9 +36,6 @@ class Bars:
 
     name: str = "bars"
     pseudonymize: bool = True
-    min_length: int = 1
-    literals: tuple[str, ...] = ("|",)
-    prefilter: str | None = None
 
     def __call__(self, text: str) -> Iterable[Span]:
         spans: list[Span] = []
@@ -50,19 +47,26 @@ class Bars:
         return found
 
 
-# Detectors of one's own in front of the built-in ones: two patterns of one detector
-# that find different lengths at the same start, a second detector named "email"
-# (the names that fired are told apart by name), and the class above.
+# Detectors in front of the built-in ones: two patterns of one detector that find
+# different lengths at the same start, a second detector named "email" (the names
+# that fired are told apart by name), both with prefilters as the built-in ones
+# have (the hyperscan gate locates them); the same two as a user writes them (no
+# hints: both gates ask them through the literals derived from their expressions);
+# and the class above.
 OWN = [
-    RegexDetector(
+    hinted_detector(
         "digits",
         [
-            Pattern(r"7[0-9]", prefilter=r"7[0-9]", reach=2, literals=("7",)),
-            Pattern(r"7[0-9]{3}", prefilter=r"7[0-9]{3}", reach=4, literals=("7",)),
+            hinted(r"7[0-9]", prefilter=r"7[0-9]", reach=2, literals=("7",)),
+            hinted(r"7[0-9]{3}", prefilter=r"7[0-9]{3}", reach=4, literals=("7",)),
         ],
         min_length=2,
     ),
-    RegexDetector("email", r"[a-z]+@corp\b", literals=("@corp",), prefilter=r"[a-z]@corp", reach=30),
+    hinted_detector(
+        "email", hinted(r"[a-z]+@corp\b", literals=("@corp",), prefilter=r"[a-z]@corp", reach=30), min_length=6
+    ),
+    RegexDetector("digits", [Pattern(r"7[0-9]"), Pattern(r"7[0-9]{3}")]),
+    RegexDetector("email", r"[a-z]+@corp\b"),
     Bars(),
 ]
 
@@ -105,7 +109,9 @@ def _reference_pass(masker: Masker, text: str) -> tuple[str, list[str], bool]:
             continue
         detector = masker.detectors[i]
         canonical = detector.normalize(text[start:end])
-        token = masker._pseudonyms.token(detector.name, canonical, pseudonymize=detector.pseudonymize)
+        token = Pseudonyms(masker.config.resolved_key()).token(
+            detector.name, canonical, pseudonymize=detector.pseudonymize
+        )
         pieces += [text[pos:start], token]
         if detector.name not in names:
             names.append(detector.name)

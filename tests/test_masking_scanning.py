@@ -18,7 +18,9 @@ from hypothesis import strategies as st
 
 from spanreplay.masking import BUILTIN_DETECTORS, Masker, MaskingConfig, Pattern, RegexDetector
 from spanreplay.masking._checks import ipv6_ok
-from spanreplay.masking._regex import shape_of
+from spanreplay.masking._hinted import hinted, hinted_detector
+from spanreplay.masking._hints import hints_of
+from spanreplay.masking._regex import first_characters, shape_of
 from test_masking_pipeline import FAST, PLAIN, PYTHON, TEXTS, needs_hyperscan
 from test_masking_samples import FILLER, planted
 
@@ -112,9 +114,11 @@ def test_a_masked_dense_payload_is_not_masked_again(messages: list[str]) -> None
 # Detectors of one's own that see more than their own string: an anchor, a class
 # that takes NUL, and a refine that reads the whole text. Each is asked string by string.
 NOT_SEPARABLE = [
-    RegexDetector("line_ref", r"^REF-[0-9]{4}", literals=("REF-",)),
-    RegexDetector("tail", r"END[0-9]+$", literals=("END",), prefilter=r"END[0-9]", reach=30),
-    RegexDetector("pair", r"ab.cd", literals=("ab",), prefilter=r"ab", reach=4),
+    RegexDetector("line_ref", r"^REF-[0-9]{4}"),
+    # Two with prefilters, as the built-in ones have, that the hyperscan gate locates.
+    hinted_detector("tail", hinted(r"END[0-9]+$", literals=("END",), prefilter=r"END[0-9]", reach=30)),
+    hinted_detector("pair", hinted(r"ab.cd", literals=("ab",), prefilter=r"ab", reach=4)),
+    RegexDetector("pair_as_written", r"ab.cd"),
     RegexDetector(
         "first_word",
         [Pattern(r"[a-z]{5}", refine=lambda text, start, end: (start, end) if start == 0 else None)],
@@ -132,7 +136,7 @@ def test_detectors_that_see_past_their_string_are_asked_string_by_string(
     if engine == "hyperscan" and FAST is PYTHON:
         pytest.skip("the hyperscan package is not installed")
     masker = Masker(MaskingConfig(engine=engine, detectors=NOT_SEPARABLE, field_names=()))
-    assert not any(getattr(d, "separable", False) for d in NOT_SEPARABLE)
+    assert not any(hints_of(d).separable for d in NOT_SEPARABLE)
     assert masker.mask("tool", "t", texts).value == alone(masker, texts)
 
 
@@ -140,9 +144,6 @@ def test_a_detector_class_of_ones_own_is_asked_string_by_string() -> None:
     class Word:
         name: str = "word"
         pseudonymize: bool = False
-        min_length: int = 1
-        literals: tuple[str, ...] = ("secret",)
-        prefilter: str | None = "secret"
 
         def __call__(self, text: str) -> list[tuple[int, int]]:
             # Sees its whole string: only a string that starts with the word counts.
@@ -218,7 +219,7 @@ def test_which_expressions_scan_joined_strings_alike(expression: str, separable:
 
 
 def test_every_builtin_detector_but_private_keys_scans_joined_strings() -> None:
-    joined = {d.name for d in BUILTIN_DETECTORS if getattr(d, "separable", False)}
+    joined = {d.name for d in BUILTIN_DETECTORS if hints_of(d).separable}
     assert joined == {d.name for d in BUILTIN_DETECTORS} - {"private_key"}
 
 
@@ -308,3 +309,48 @@ def test_a_masker_that_remembers_tokens_masks_like_a_fresh_one(messages: list[st
         result: Any = warm.mask("model", "m", messages)
     fresh = Masker(MaskingConfig(engine="python", key="project-key")).mask("model", "m", messages)
     assert result == fresh
+
+
+# --- what a detector of one's own is asked by: characters its expressions start with -------------
+
+STARTS = [
+    (r"TCK-[0-9]{8}+", ("T",)),
+    (r"(?:ab|cd)x", ("a", "c")),
+    (r"[a-c]++@corp", ("a", "b", "c")),
+    (r"^REF-[0-9]{4}", ("R",)),
+    (r"(?<![a-z])q[0-9]", ("q",)),
+    (r"(z)\1", ("z",)),
+    (r"x?y", ()),  # may start with either: not known
+    (r"[^a]b", ()),
+    (r"(?i)abc", ()),
+    (r'"quoted"', ()),  # a JSON writer escapes the quote: not found as it is in a payload
+    (r"\dz", ()),
+]
+
+
+@pytest.mark.parametrize(("expression", "first"), STARTS)
+def test_the_characters_an_expression_starts_with_are_read_from_it(expression: str, first: tuple[str, ...]) -> None:
+    assert first_characters(re.compile(expression, re.ASCII)) == first
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from([e for e, _ in STARTS]), st.text(alphabet='abcdqxyzRTEFCK-0123@orp"\n', max_size=30))
+def test_every_match_starts_with_one_of_the_characters_read(expression: str, text: str) -> None:
+    regex = re.compile(expression, re.ASCII)
+    first = first_characters(regex)
+    for match in regex.finditer(text):
+        assert not first or text[match.start()] in first
+
+
+@pytest.mark.parametrize("engine", ["python", "hyperscan"])
+def test_a_detector_as_a_user_writes_it_is_found_wherever_it_matches(engine: Literal["python", "hyperscan"]) -> None:
+    if engine == "hyperscan" and FAST is PYTHON:
+        pytest.skip("the hyperscan package is not installed")
+    own = [RegexDetector("ticket", r"TCK-[0-9]{4}"), RegexDetector("any_word", r"[a-z]{3}(?=!)")]
+    masker = Masker(MaskingConfig(engine=engine, detectors=own, field_names=(), key=""))
+    payload = {"a": "TCK-1234", "b": ["x", "say hey!"], "TCK-9999": "\x00TCK-0000\x00"}
+    assert masker.mask("tool", "t", payload).value == {
+        "a": "<ticket>",
+        "b": ["x", "say <any_word>!"],
+        "<ticket>": "\x00<ticket>\x00",
+    }

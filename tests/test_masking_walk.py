@@ -8,8 +8,8 @@ from typing import Any
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from spanreplay.masking import Masker, MaskingConfig, drop, mask
-from spanreplay.masking._walk import format_path
+from spanreplay.masking import FieldNames, Masker, MaskingConfig, drop, format_path, mask
+from spanreplay.masking._pseudonyms import Pseudonyms
 from test_masking_rewrite import MASKERS, busy_text, reference
 
 
@@ -29,7 +29,19 @@ def reference_walk(masker: Masker, payload: Any) -> tuple[Any, tuple[tuple[str, 
     """``payload`` masked the plain way, recursively, and what fired where, in document
     order, each (place, rule) once: what ``Masker.mask`` is documented to do without
     path rules."""
-    plan = masker._plan("tool", "t", "input")
+    # The field-name rules as the config states them: its own, then field_names.
+    fields = [rule for rule in masker.config.rules if isinstance(rule, FieldNames)]
+    if masker.config.field_names:
+        fields.append(FieldNames(masker.config.field_names))
+    pseudonyms = Pseudonyms(masker.config.resolved_key())
+
+    def field_rule(key: str) -> tuple[FieldNames, str] | None:
+        for rule in fields:
+            name = rule.match(key)
+            if name is not None:
+                return rule, name
+        return None
+
     fired: list[tuple[int, tuple[Any, ...], str]] = []  # place, path, rule
     places = itertools.count()
 
@@ -53,9 +65,9 @@ def reference_walk(masker: Masker, payload: Any) -> tuple[Any, tuple[tuple[str, 
                             new_key = f"{masked_key}#{n}"
                             n += 1
                         fired.extend((place, (*path, new_key), name) for name in names)
-                    matched = plan.field_rule(key)
+                    matched = field_rule(key)
                     if matched is not None:
-                        new = matched[0](item, matched[1], masker._pseudonyms)
+                        new = matched[0](item, matched[1], pseudonyms)
                         if new is not item and new != item:
                             fired.append((place, (*path, new_key), f"field:{matched[1]}"))
                         out[new_key] = new

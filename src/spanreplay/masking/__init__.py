@@ -24,10 +24,13 @@ key it becomes ``<email>``. See docs/masking.md.
 
 from __future__ import annotations
 
+from ._builtin import BUILTIN_DETECTORS, builtin_detectors
 from ._config import KEY_ENV, MaskingConfig
-from ._detectors import BUILTIN_DETECTORS, Detector, Pattern, RegexDetector, after, before, builtin_detectors
+from ._detector import Detector, Pattern, RegexDetector
 from ._engine import hyperscan_available
-from ._pipeline import Masker, MaskingSession, MaskResult, format_path, masker_for
+from ._hints import after, before
+from ._paths import format_path
+from ._pipeline import Masker, MaskingSession, MaskResult, masker_for
 from ._pseudonyms import is_placeholder
 from ._rules import DEFAULT_FIELD_NAMES, FieldNames, PathRule, drop, keep, mask, transform
 

@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 from typing import Final, Literal
 
 from ..errors import ConfigurationError
-from ._detectors import Detector, builtin_detectors
+from ._builtin import builtin_detectors
+from ._detector import Detector
 from ._rules import DEFAULT_FIELD_NAMES, FieldNames, PathRule
 
 __all__ = ["KEY_ENV", "MaskingConfig"]

@@ -22,13 +22,14 @@ import importlib.util
 import itertools
 import re
 import threading
-import warnings
 from collections.abc import Callable, Sequence
-from typing import Any, Final, Protocol
+from typing import Any, Protocol
 
 from ..errors import ConfigurationError
-from ._detectors import AFTER_ESCAPED, AFTER_PLAIN, Detector, Pattern, RegexDetector, Window
-from ._regex import _UNBOUNDED, _parser
+from ._detector import Detector, Pattern, RegexDetector, Window
+from ._hints import hints_of
+from ._regex import widest
+from ._windows import around, before_ends, unescaped
 
 __all__ = ["Gate", "HyperscanGate", "Located", "PythonGate", "hyperscan_available", "make_gate"]
 
@@ -65,11 +66,12 @@ class PythonGate:
     name = "python"
 
     def __init__(self, detectors: Sequence[Detector], field_words: Sequence[str]) -> None:
-        self._min = tuple(d.min_length for d in detectors)
+        hints = [hints_of(d) for d in detectors]
+        self._min = tuple(h.min_length for h in hints)
         # One search per detector for any of its literals (a single character class
         # when they are single characters), in C rather than a loop of tests.
-        self._literals = tuple(_any_of(d.literals) for d in detectors)
-        self._blob_literals = tuple(tuple(lit.encode() for lit in d.literals) for d in detectors)
+        self._literals = tuple(_any_of(h.literals) for h in hints)
+        self._blob_literals = tuple(tuple(lit.encode() for lit in h.literals) for h in hints)
         self._field_words = tuple(f'{w}":'.encode() for w in field_words)
 
     def select_payload(self, data: bytes) -> tuple[Sequence[int], bool]:
@@ -114,10 +116,6 @@ def _any_of(literals: Sequence[str]) -> Callable[[str], object] | None:
     return re.compile(expression).search
 
 
-# How hyperscan refuses a minimum match length no match reaches (see ``HyperscanGate._widest``).
-_WIDEST_STATED: Final = re.compile(r"can only produce matches of length (\d+) bytes at most")
-
-
 class HyperscanGate:
     """Hyperscan finds every prefilter match; Python runs the patterns near them.
 
@@ -135,17 +133,18 @@ class HyperscanGate:
         self._python = PythonGate(detectors, field_words)
         self._detectors = tuple(detectors)
         self._all = tuple(range(len(detectors)))
-        self._min = tuple(d.min_length for d in detectors)
+        hints = [hints_of(d) for d in detectors]
+        self._min = tuple(h.min_length for h in hints)
 
         # The payload gate: one report per detector (SINGLEMATCH) is all it needs.
         expressions: list[bytes] = []
         ids: list[int] = []
         flags: list[int] = []
         # Detectors without a prefilter are asked through their literals instead.
-        self._unfiltered = tuple(i for i, d in enumerate(detectors) if d.prefilter is None)
-        for i, detector in enumerate(detectors):
-            if detector.prefilter is not None:
-                expressions.append(detector.prefilter.encode())
+        self._unfiltered = tuple(i for i, h in enumerate(hints) if h.prefilter is None)
+        for i, own in enumerate(hints):
+            if own.prefilter is not None:
+                expressions.append(own.prefilter.encode())
                 ids.append(i)
                 flags.append(hyperscan.HS_FLAG_SINGLEMATCH)
         self._field_id = len(detectors)
@@ -160,19 +159,17 @@ class HyperscanGate:
         # as they are (not JSON-escaped). A pattern with a reach needs to know where its
         # prefilter's matches lie. A match ending at ``end`` starts at or after ``end -
         # width`` when no match of the prefilter is wider than ``width``, and hyperscan
-        # scans 15 to 30% faster for ends alone (on the bench's payloads): only a
-        # prefilter of unbounded (or unknown) width is compiled to report its matches'
-        # starts too (SOM_LEFTMOST). A detector that is not a RegexDetector, or a
-        # pattern without a reach, needs only to know that its prefilter matched. Its
-        # flags are chosen for speed alone:
+        # scans faster for ends alone: only a prefilter of unbounded (or unknown) width
+        # is compiled to report its matches' starts too (SOM_LEFTMOST). A detector
+        # that is not a RegexDetector, or a pattern without a reach, needs only to know
+        # that its prefilter matched. Its flags are chosen for speed alone (measured
+        # with benchmarks/bench_masking.py; see CHANGELOG.md):
         # - of bounded width (the key and token prefilters): SOM_LEFTMOST, its starts
-        #   unused. Without it the database took two to three times as long to compile
-        #   (65 to 85 ms against 28; a key's long fixed repeats cost most), with
-        #   SINGLEMATCH or not. SINGLEMATCH, which cannot go with SOM_LEFTMOST, would
-        #   save a few reports only (35 on the bench's dense conversation).
-        # - of unbounded width (the email prefilter): none. Its matches' starts made
-        #   the scan of the bench's records a fifth slower, and SINGLEMATCH made the
-        #   scan of its dense conversation half again as slow.
+        #   unused. Without it the database compiles much more slowly (a key's long
+        #   fixed repeats cost most), with SINGLEMATCH or not. SINGLEMATCH, which cannot
+        #   go with SOM_LEFTMOST, would save a few reports only.
+        # - of unbounded width (the email prefilter): none. Asking for its matches'
+        #   starts, or SINGLEMATCH, made the scans slower.
         self._targets: list[tuple[int, int]] = []  # pattern id -> (detector, pattern or -1)
         self._patterns: list[tuple[Pattern, ...]] = []
         # Per pattern id: how far before a match's end its window starts (the widest
@@ -183,13 +180,13 @@ class HyperscanGate:
         for i, detector in enumerate(detectors):
             patterns = detector.patterns if isinstance(detector, RegexDetector) else ()
             self._patterns.append(patterns)
-            if detector.prefilter is None:
+            if hints[i].prefilter is None:
                 continue
-            for j, prefilter in enumerate([p.prefilter for p in patterns] if patterns else [detector.prefilter]):
+            for j, prefilter in enumerate([p.hints.prefilter for p in patterns] if patterns else [hints[i].prefilter]):
                 assert prefilter is not None
-                expression = _unescaped(prefilter)
+                expression = unescaped(prefilter)
                 width = self._widest(expression)
-                reach = patterns[j].reach if patterns else None
+                reach = patterns[j].hints.reach if patterns else None
                 if reach is None:
                     flags.append(0 if width is None else hyperscan.HS_FLAG_SOM_LEFTMOST)
                     leads.append(0)
@@ -207,32 +204,26 @@ class HyperscanGate:
         self._local = threading.local()
 
     def _widest(self, expression: str) -> int | None:
-        """The most characters a match of ``expression`` (hyperscan syntax) spans; None
-        when that is unbounded or not known."""
-        if _parser is None:
-            return None
-        try:
-            with warnings.catch_warnings():
-                # Python reads a POSIX class ("[[:digit:]]") as a set and a "]", with a
-                # FutureWarning; that only makes its width wider than hyperscan's.
-                warnings.simplefilter("ignore")
-                _, widest = _parser.parse(expression).getwidth()
-        except Exception:  # not Python syntax: unknown
-            return None
-        if not isinstance(widest, int) or widest >= _UNBOUNDED:
+        """No match of ``expression`` (hyperscan syntax) spans more characters than this;
+        None when that is unbounded or not known."""
+        bound = widest(expression)
+        if bound is None:
             return None
         # Python's syntax is not hyperscan's everywhere ("a{,3}" is a repeat to Python,
         # five literal characters to hyperscan), nor are its widths in bytes (a
-        # non-ASCII literal). Hyperscan says its own: asked to compile the expression
-        # for matches longer than that (this binding has no other way to ask), it
-        # refuses, naming the widest match it can produce.
-        at_least = (self._hs.HS_EXT_FLAG_MIN_LENGTH, 0, 0, widest + 1, 0, 0)
+        # non-ASCII literal). Python's bound holds for hyperscan when hyperscan
+        # compiles the expression, and refuses it compiled for matches longer than
+        # the bound (its error's type is all that is read: that refusal is the only
+        # difference between the two compiles).
+        longer = (self._hs.HS_EXT_FLAG_MIN_LENGTH, 0, 0, bound + 1, 0, 0)
         try:
-            self._compile([expression.encode()], [0], [0], [at_least])
-        except self._hs.error as refusal:
-            stated = _WIDEST_STATED.search(str(refusal))
-            if stated is not None and int(stated.group(1)) <= widest:
-                return int(stated.group(1))
+            self._compile([expression.encode()], [0], [0])
+        except self._hs.error:
+            return None
+        try:
+            self._compile([expression.encode()], [0], [0], [longer])
+        except self._hs.error:
+            return bound
         return None
 
     def _compile(
@@ -290,7 +281,7 @@ class HyperscanGate:
         # and where they start for a prefilter compiled to say so.
         ends: list[list[int]] = [[] for _ in self._targets]
         starts = ends
-        # A prefilter that matches everywhere (a run of 40 KB of "1:" for the IPv6
+        # A prefilter that matches everywhere (a long run of "1:" for the IPv6
         # one) would call back into Python per match; past this budget the scan
         # stops and the gate answers as the Python one would, with the same result.
         budget = itertools.count(-256 - len(data) // 8)
@@ -330,14 +321,14 @@ class HyperscanGate:
             patterns = self._patterns[i]
             entry = out.get(i)
             windows: list[Sequence[Window] | None] = [()] * len(patterns) if entry is None else list(entry)
-            reach = patterns[j].reach
+            reach = patterns[j].hints.reach
             lead = leads[pattern_id]
             if reach is None:
                 windows[j] = None
             elif lead is None:
-                windows[j] = _windows(list(zip(starts[pattern_id], matched, strict=True)), reach, n)
+                windows[j] = around(list(zip(starts[pattern_id], matched, strict=True)), reach, n)
             else:
-                windows[j] = _windows_before(matched, lead, reach, n)
+                windows[j] = before_ends(matched, lead, reach, n)
             out[i] = tuple(windows)
         if self._unfiltered:
             asked = self._python.locate(texts, joined, [i for i in self._unfiltered if i in wanted])
@@ -351,57 +342,6 @@ def _on_payload_match(pattern_id: int, start: int, end: int, flags: int, found: 
     # strings located anyway, and that scan says which detectors to ask: the rest of
     # this one would only repeat it. found[0] is the field-name pattern's id.
     return True if pattern_id != found[0] else None
-
-
-def _unescaped(prefilter: str) -> str:
-    """``prefilter`` for text that is not JSON-escaped: each ``after()`` boundary without
-    the escape sequences it accepts for JSON text (in a plain string, the character
-    before a finding is itself, never the last of an escape). Hyperscan scans the
-    shorter form about a third faster."""
-    return prefilter.replace(AFTER_ESCAPED, AFTER_PLAIN)
-
-
-def _windows(matches: list[Window], reach: int, n: int) -> list[Window]:
-    """The prefilter matches widened by ``reach``, clipped to the text, overlaps merged."""
-    matches.sort()
-    out: list[Window] = []
-    last = -1  # where the last window ends
-    for start, end in matches:
-        a = start - reach if start > reach else 0
-        b = end + reach
-        if b > n:
-            b = n
-        if a > last:
-            out.append((a, b))
-            last = b
-        elif b > last:
-            out[-1] = (out[-1][0], b)
-            last = b
-    return out
-
-
-def _windows_before(ends: list[int], lead: int, reach: int, n: int) -> list[Window]:
-    """Windows for prefilter matches known by their ends alone: from ``lead`` before
-    each end (the widest match, and ``reach``) to ``reach`` after it, clipped to the
-    text, overlaps merged. Each holds the window ``_windows`` makes of the match."""
-    ends.sort()  # hyperscan reports them in order: one pass
-    out: list[Window] = []
-    last = -lead - 1  # where the last window ends: before any window here, at first
-    for end in ends:
-        a = end - lead
-        b = end + reach
-        if a > last:
-            out.append((a, b))
-        else:
-            out[-1] = (out[-1][0], b)
-        last = b
-    # Every window is as wide as the next, so they start and end in order: only the
-    # first can start before the text, and only the last end past it.
-    if out[0][0] < 0:
-        out[0] = (0, out[0][1])
-    if last > n:
-        out[-1] = (out[-1][0], n)
-    return out
 
 
 def hyperscan_available() -> bool:
@@ -422,8 +362,28 @@ def make_gate(
         )
     try:
         return HyperscanGate(detectors, field_words, field_patterns)
-    except Exception as exc:  # hyperscan.error: a prefilter it cannot compile
+    except Exception as exc:  # hyperscan.error: the library refused to build a database
+        culprit = _refused_prefilter(detectors)
         raise ConfigurationError(
-            f"A detector's prefilter cannot be compiled by hyperscan ({exc}); fix the prefilter "
-            "(no lookarounds, no backreferences), or use MaskingConfig(engine='python')."
+            f"Hyperscan could not build the masking databases ({type(exc).__name__}: {exc})"
+            + (f"; the prefilter of detector {culprit!r} is refused alone" if culprit else "")
+            + ". Use MaskingConfig(engine='python'), which masks identically."
         ) from exc
+
+
+def _refused_prefilter(detectors: Sequence[Detector]) -> str | None:
+    """The name of the first detector whose prefilter hyperscan refuses on its own, if any."""
+    hyperscan: Any = importlib.import_module("hyperscan")
+    for detector in detectors:
+        hints = hints_of(detector)
+        patterns = detector.patterns if isinstance(detector, RegexDetector) else ()
+        prefilters = [p.hints.prefilter for p in patterns] if patterns else [hints.prefilter]
+        for prefilter in prefilters:
+            if prefilter is None:
+                continue
+            try:
+                database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+                database.compile(expressions=[prefilter.encode()], ids=[0], elements=1, flags=[0])
+            except hyperscan.error:
+                return detector.name
+    return None

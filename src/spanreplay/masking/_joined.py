@@ -13,7 +13,7 @@ text.
 A regular expression is separable when no part of it can match a NUL (no ``.``,
 no negated class or ``\\D``, ``\\W``, ``\\S``) and it uses no anchor a NUL does
 not stand in for (``^``, ``$``, ``\\A``, ``\\Z``); ``\\b`` and lookarounds are
-fine (``_regex.separable`` tells).
+fine (``_regex.shape_of`` tells).
 """
 
 from __future__ import annotations
@@ -36,8 +36,8 @@ def join(texts: Sequence[str]) -> str:
 
 def starts_of(texts: Sequence[str]) -> list[int]:
     """Where each text starts in the joined texts, and one past the end of the last plus one."""
-    # A comprehension of the lengths: a third faster than mapping (1).__add__ over them,
-    # which calls through a method wrapper per text (a tool output holds thousands).
+    # A comprehension of the lengths: faster than mapping (1).__add__ over them, which
+    # calls through a method wrapper per text (a tool output holds thousands).
     return list(itertools.accumulate([len(text) + 1 for text in texts], initial=0))
 
 

@@ -34,14 +34,16 @@ import orjson
 
 from ..errors import ConfigurationError
 from ._config import MaskingConfig
-from ._detectors import Detector
+from ._detector import Detector, warn_old_hints
 from ._engine import Gate, PythonGate, make_gate
+from ._hints import UNHINTED, hints_of
+from ._plan import Plan, StringCache
 from ._pseudonyms import Pseudonyms
 from ._rules import DROP, FieldNames, PathRule
-from ._scanner import Scanned, Scanner
-from ._walk import SERIALIZE, Walk, format_path
+from ._scanner import Scanner
+from ._walk import SERIALIZE, Walk
 
-__all__ = ["MaskResult", "Masker", "MaskingSession", "format_path", "masker_for"]
+__all__ = ["MaskResult", "Masker", "MaskingSession", "masker_for"]
 
 _NAME: Final = re.compile(r"[a-z][a-z0-9_]{0,40}")
 
@@ -66,59 +68,6 @@ class MaskResult:
     def fired_records(self) -> list[dict[str, str]]:
         """``[{"path": ..., "rule": ...}, ...]``, the form recorded on the span."""
         return [{"path": path, "rule": rule} for path, rule in self.fired]
-
-
-class _StringCache:
-    """Masked forms of long strings, keyed by content, bounded by the characters held."""
-
-    __slots__ = ("_chars", "_entries", "limit")
-
-    def __init__(self, limit: int = 32 * 1024 * 1024) -> None:
-        self._entries: dict[str, Scanned] = {}
-        self._chars = 0
-        self.limit = limit
-
-    def get(self, text: str) -> Scanned | None:
-        return self._entries.get(text)
-
-    def put(self, text: str, entry: Scanned) -> None:
-        if self._chars + len(text) > self.limit:
-            self._entries.clear()
-            self._chars = 0
-        self._entries[text] = entry
-        self._chars += len(text)
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-
-class _Plan:
-    """The rules that apply to one (kind, key, part)."""
-
-    __slots__ = ("field_rules", "fields", "has_fields", "path_rules", "plain_keys", "roots")
-
-    def __init__(self, path_rules: tuple[PathRule, ...], fields: tuple[FieldNames, ...]) -> None:
-        self.path_rules = path_rules
-        self.fields = fields
-        self.has_fields = bool(fields)
-        self.roots: tuple[tuple[int, int], ...] = tuple((i, 0) for i in range(len(path_rules)))
-        # Object keys met so far: the first field-name rule each matches, and the name.
-        self.field_rules: dict[str, tuple[FieldNames, str] | None] = {}
-        # Object keys met so far that no detector masks and no field-name rule matches:
-        # the walk copies them, and the strings under them, without asking again.
-        self.plain_keys: set[str] = set()
-
-    def field_rule(self, key: str) -> tuple[FieldNames, str] | None:
-        """The first field-name rule that object key ``key`` matches, and the name it matches."""
-        found = None
-        for rule in self.fields:
-            name = rule.match(key)
-            if name is not None:
-                found = (rule, name)
-                break
-        if len(self.field_rules) < 4096:
-            self.field_rules[key] = found
-        return found
 
 
 def _default(value: Any) -> Any:
@@ -150,6 +99,8 @@ class Masker:
                     f"Detector {detector!r} has the name {getattr(detector, 'name', None)!r}; a detector name "
                     "is its placeholder label: lower case letters, digits and '_', starting with a letter."
                 )
+            if hints_of(detector) is UNHINTED:
+                warn_old_hints(detector)
         self._pseudonyms = Pseudonyms(config.resolved_key())
         self._path_rules = tuple(r for r in config.rules if isinstance(r, PathRule))
         fields = [r for r in config.rules if isinstance(r, FieldNames)]
@@ -161,9 +112,10 @@ class Masker:
         self.gate: Gate = make_gate(config.engine, self.detectors, words, patterns)
         self._scanner = Scanner(self.detectors, self.gate, PythonGate(self.detectors, words), self._pseudonyms)
         self._all = tuple(range(len(self.detectors)))
-        self.min_length = min((d.min_length for d in self.detectors), default=1 << 30)
+        # The shortest string any detector can find something in.
+        self.min_length = self._scanner.min_length
         self._default = default or _default
-        self._plans: dict[tuple[str, str, str], _Plan] = {}
+        self._plans: dict[tuple[str, str, str], Plan] = {}
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -203,14 +155,14 @@ class Masker:
 
     def scan_text(self, text: str) -> tuple[str, tuple[str, ...]]:
         """Run the detectors on one string: the masked string and the names that fired."""
-        return self._detect([text], self._all).get(0) or (text, ())
+        return self._scanner.changes([text], self._all).get(0) or (text, ())
 
     # -- internals ------------------------------------------------------------------
 
-    def _plan(self, kind: str, key: str, part: str) -> _Plan:
+    def _plan(self, kind: str, key: str, part: str) -> Plan:
         plan = self._plans.get((kind, key, part))
         if plan is None:
-            plan = _Plan(
+            plan = Plan(
                 tuple(r for r in self._path_rules if r.selector.applies(kind, key, part)),
                 tuple(r for r in self._field_rules if r.selector.applies(kind, key, part)),
             )
@@ -220,7 +172,7 @@ class Masker:
                 self._plans[(kind, key, part)] = plan
         return plan
 
-    def _mask(self, kind: str, key: str, value: Any, part: str, cache: _StringCache | None) -> MaskResult:
+    def _mask(self, kind: str, key: str, value: Any, part: str, cache: StringCache | None) -> MaskResult:
         if not self.config.enabled:
             return MaskResult(value)
         plan = self._plan(kind, key, part)
@@ -239,19 +191,15 @@ class Masker:
         return self._walked(plan, value, active, fields, cache) or MaskResult(value)
 
     def _walked(
-        self, plan: _Plan, value: Any, active: Sequence[int], fields: bool, cache: _StringCache | None
+        self, plan: Plan, value: Any, active: Sequence[int], fields: bool, cache: StringCache | None
     ) -> MaskResult | None:
         """The payload walked with the detectors ``active`` (and the field-name rules when
         ``fields``): the masked copy, or None when nothing fired."""
-        walk = Walk(self, plan, tuple(active), fields, cache)
+        walk = Walk(plan, self._scanner, self._pseudonyms, self._default, tuple(active), fields, cache)
         masked = walk.run(value)
         if not walk.fired:
             return None  # every change fires, so this is the payload, uncopied
         return MaskResult(None if masked is DROP else masked, walk.fired_paths())
-
-    def _detect(self, texts: Sequence[str], active: Sequence[int]) -> dict[int, Scanned]:
-        """The masked form of each text something fired in (by index), and the detectors that fired."""
-        return self._scanner.changes(texts, active)
 
 
 class MaskingSession:
@@ -265,7 +213,7 @@ class MaskingSession:
 
     def __init__(self, masker: Masker) -> None:
         self.masker = masker
-        self._cache = _StringCache()
+        self._cache = StringCache()
 
     def mask(self, kind: str, key: str, value: Any, *, part: str = "input") -> MaskResult:
         """Mask one payload of boundary ``kind``/``key``; ``part`` is input, output or error."""
@@ -309,7 +257,7 @@ _MASKERS_LOCK = threading.Lock()
 def masker_for(config: MaskingConfig, *, default: Callable[[Any], Any] | None = None) -> Masker:
     """The ``Masker`` for ``config``, built once and reused while the config (and key) stay the same.
 
-    Compiling the hyperscan databases takes tens of milliseconds; ``configure()``
+    Compiling the hyperscan databases is slow next to masking a payload; ``configure()``
     may be called once per test.
     """
     try:

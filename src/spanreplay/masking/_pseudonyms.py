@@ -57,8 +57,8 @@ class Pseudonyms:
         self._key = key
         self.keyed = key is not None
         self._cache: dict[tuple[str, str], str] = {}
-        # Per label, a hash already keyed: a copy of it hashes a value in half the time
-        # a new keyed hash takes (the key block is compressed once, here).
+        # Per label, a hash already keyed: copying it is cheaper than keying a new hash
+        # (the key block is compressed once, here).
         self._hashers: dict[str, hashlib.blake2b] = {}
         self._number_hashers: dict[str, hashlib.blake2b] = {}
         self._check = None if key is None else hashlib.blake2b(digest_size=8, key=key, person=b"spanreplay-check")

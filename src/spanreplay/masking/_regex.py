@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import importlib
 import re
+import warnings
 from typing import Any, Final
 
-__all__ = ["Shape", "shape_of"]
+__all__ = ["Shape", "first_characters", "shape_of", "widest"]
 
 _parser: Any
 try:
@@ -63,6 +64,12 @@ class Shape:
 
 
 _UNKNOWN: Final = Shape(False, 0, None)
+
+# Characters a JSON writer escapes: a literal of these is not found as it is in
+# a serialized payload, which the payload gate reads.
+_ESCAPED_IN_JSON: Final = frozenset([*range(0x20), ord('"'), ord("\\")])
+# More possible first characters than this make a literal test too weak to be worth it.
+_FIRST_MAX: Final = 32
 
 
 def shape_of(regex: re.Pattern[str]) -> Shape:
@@ -144,3 +151,77 @@ def _class_ok(items: Any) -> bool:
         else:  # NEGATE and anything unknown
             return False
     return True
+
+
+def widest(expression: str) -> int | None:
+    """The most characters a match of ``expression``, read as Python reads it, spans;
+    None when that is unbounded or not known."""
+    if _parser is None:
+        return None
+    try:
+        with warnings.catch_warnings():
+            # Python reads a POSIX class ("[[:digit:]]") as a set and a "]", with a
+            # FutureWarning; the caller checks the width against the other reading.
+            warnings.simplefilter("ignore")
+            _, high = _parser.parse(expression).getwidth()
+    except Exception:  # not Python syntax: unknown
+        return None
+    return high if isinstance(high, int) and high < _UNBOUNDED else None
+
+
+def first_characters(regex: re.Pattern[str]) -> tuple[str, ...]:
+    """Characters of which one begins every match of ``regex``: a literal test that
+    any text it matches in passes. ``()`` when the expression does not say (a case-
+    insensitive one, a class too wide, a character JSON escapes)."""
+    if _parser is None or not isinstance(regex.pattern, str) or regex.flags & re.IGNORECASE:
+        return ()
+    try:
+        parsed = _parser.parse(regex.pattern, regex.flags)
+        found = _first(list(parsed))
+    except Exception:  # anything odd is simply unknown
+        return ()
+    if not found or len(found) > _FIRST_MAX or found & _ESCAPED_IN_JSON:
+        return ()
+    return tuple(chr(c) for c in sorted(found))
+
+
+def _first(nodes: list[Any]) -> set[int] | None:
+    """The code points one of which the first character a sequence of nodes consumes is;
+    None when not known (or when the sequence may consume nothing)."""
+    for op, av in nodes:
+        name = str(op)
+        if name in ("AT", "ASSERT", "ASSERT_NOT"):
+            continue  # zero width: the next node consumes the first character
+        if name == "LITERAL":
+            return {av}
+        if name == "IN":
+            return _class_members(av)
+        if name == "SUBPATTERN":
+            return _first(list(av[3]))
+        if name == "ATOMIC_GROUP":
+            return _first(list(av))
+        if name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+            return _first(list(av[2])) if av[0] >= 1 else None
+        if name == "BRANCH":
+            out: set[int] = set()
+            for branch in av[1]:
+                chars = _first(list(branch))
+                if chars is None:
+                    return None
+                out |= chars
+            return out
+        return None
+    return None
+
+
+def _class_members(items: Any) -> set[int] | None:
+    out: set[int] = set()
+    for op, av in items:
+        name = str(op)
+        if name == "LITERAL":
+            out.add(av)
+        elif name == "RANGE" and av[1] - av[0] < _FIRST_MAX:
+            out.update(range(av[0], av[1] + 1))
+        else:  # NEGATE, a category, a wide range
+            return None
+    return out

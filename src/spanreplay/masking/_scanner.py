@@ -17,8 +17,9 @@ from bisect import bisect_right
 from collections.abc import Sequence
 from typing import Final
 
-from ._detectors import Detector, RegexDetector, Window
+from ._detector import Detector, RegexDetector, Window
 from ._engine import Gate, PythonGate
+from ._hints import hints_of
 from ._joined import join, split_windows, starts_of
 from ._pseudonyms import PLACEHOLDER, Pseudonyms
 
@@ -56,6 +57,7 @@ class Scanner:
         "_tokens",
         "detectors",
         "gate",
+        "min_length",
     )
 
     def __init__(
@@ -69,7 +71,10 @@ class Scanner:
         self._names = tuple(d.name for d in detectors)
         # What fired in a text where one detector found something: shared, not built per text.
         self._alone = tuple((name,) for name in self._names)
-        self._separable = tuple(getattr(d, "separable", False) is True for d in detectors)
+        hints = [hints_of(d) for d in detectors]
+        self._separable = tuple(h.separable for h in hints)
+        # The shortest text any detector can find something in.
+        self.min_length = min((h.min_length for h in hints), default=1 << 30)
         # A detector whose every finding becomes the same placeholder needs no memory.
         self._constant: tuple[str | None, ...] = tuple(
             None if pseudonyms.keyed and d.pseudonymize else f"<{d.name}>" for d in detectors
@@ -152,7 +157,7 @@ class Scanner:
         split = [None if w is None else split_windows(w, starts) for w in windows]
         whole = any(w is None for w in windows)
         windowed = {k for per_text in split if per_text for k in per_text}
-        shortest = detector.min_length
+        shortest = detector.hints.min_length
         for k in range(len(texts)) if whole else sorted(windowed):
             text = texts[k]
             if len(text) < shortest or (whole and k not in windowed and not selects(text, i)):

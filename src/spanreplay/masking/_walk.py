@@ -13,85 +13,28 @@ sits under, and only the paths where something fired are ever written out.
 from __future__ import annotations
 
 import operator
-import re
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Final
+from collections.abc import Callable, Sequence
+from typing import Any, Final
 
 import orjson
 
+from ._paths import Cell, Segment, path_text
+from ._plan import Plan, StringCache
+from ._pseudonyms import Pseudonyms
 from ._rules import DROP, PathRule
+from ._scanner import Scanner
 
-if TYPE_CHECKING:
-    from ._pipeline import Masker, _Plan, _StringCache
+__all__ = ["CACHE_MIN", "SERIALIZE", "Walk"]
 
-__all__ = ["SERIALIZE", "format_path"]
-
-Segment = str | int
-# A path: the cell of its last segment, which holds the cell of its parent; None is the root.
-Cell = tuple["Cell", Segment] | None
 SERIALIZE: Final = orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY
 # Strings at least this long are remembered per session; shorter ones cost less
 # to mask again than to hold.
 CACHE_MIN: Final = 64
-_IDENTIFIER: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _BY_ORDER: Final = operator.itemgetter(0)
 _UNSEEN: Final[Any] = object()
-# Plain object keys remembered per plan (see _Plan.plain_keys), and the longest.
+# Plain object keys remembered per plan (see Plan.plain_keys), and the longest.
 _PLAIN_KEYS_HELD: Final = 4096
 _PLAIN_KEY_MAX: Final = 64
-
-
-def format_path(segments: Sequence[Segment]) -> str:
-    """``("orders", 0, "customer", "e-mail")`` -> ``orders[0].customer["e-mail"]``; ``()`` -> ``$``."""
-    if not segments:
-        return "$"
-    return _complete_path("".join([_segment_text(segment) for segment in segments]))
-
-
-def _complete_path(text: str) -> str:
-    """A path from its segments' texts: no dot before a first key; ``$`` for the payload itself."""
-    if not text:
-        return "$"
-    return text[1:] if text[0] == "." else text
-
-
-_SEGMENTS: dict[Segment, str] = {}
-
-
-def _segment_text(segment: Segment) -> str:
-    """``.name``, ``[3]`` or ``["odd key"]``; remembered, since the same keys recur."""
-    kind = type(segment)
-    # Only str and int keys are remembered: True == 1 == 1.0 share one dict slot.
-    text = _SEGMENTS.get(segment) if kind is str or kind is int else None
-    if text is None:
-        if kind is int:
-            text = f"[{segment}]"
-        elif kind is str and _IDENTIFIER.fullmatch(str(segment)):
-            text = f".{segment}"
-        else:
-            text = f"[{orjson.dumps(str(segment)).decode()}]"
-        if (kind is int or (kind is str and len(str(segment)) <= 64)) and len(_SEGMENTS) < 8192:
-            _SEGMENTS[segment] = text
-    return text
-
-
-def _path_text(cell: Cell, parents: dict[int, str]) -> str:
-    """The path ending at ``cell``, as ``format_path`` writes it; ``parents`` holds the
-    texts of the parent cells written so far, by identity."""
-    if cell is None:
-        return "$"
-    parent, segment = cell
-    # _segment_text's lookup, written out: this runs once per place that fired.
-    kind = type(segment)
-    text = _SEGMENTS.get(segment) if kind is str or kind is int else None
-    if text is None:
-        text = _segment_text(segment)
-    if parent is None:
-        return text[1:] if text[0] == "." else text
-    above = parents.get(id(parent))
-    if above is None:
-        above = parents[id(parent)] = _path_text(parent, parents)
-    return above + text
 
 
 class Holder:
@@ -116,27 +59,39 @@ class Walk:
     __slots__ = (
         "active",
         "cache",
+        "convert",
         "direct",
         "field_rules",
         "fields",
         "fired",
         "keys_masked",
-        "masker",
         "min_length",
         "order",
         "path",
         "pending",
         "plain_keys",
         "plan",
+        "pseudonyms",
         "rules",
         "scan_key",
+        "scanner",
     )
 
     def __init__(
-        self, masker: Masker, plan: _Plan, active: tuple[int, ...], fields: bool, cache: _StringCache | None
+        self,
+        plan: Plan,
+        scanner: Scanner,
+        pseudonyms: Pseudonyms,
+        convert: Callable[[Any], Any],
+        active: tuple[int, ...],
+        fields: bool,
+        cache: StringCache | None,
     ) -> None:
-        self.masker = masker
+        """``convert``: turns an object orjson cannot serialize into a JSON value."""
         self.plan = plan
+        self.scanner = scanner
+        self.pseudonyms = pseudonyms
+        self.convert = convert
         self.rules = plan.path_rules
         self.active = active
         self.fields = plan.fields if fields else ()
@@ -149,8 +104,8 @@ class Walk:
         self.pending: dict[str, list[_Slot]] = {}
         self.order = 0
         # What mapping() and sequence() read on every call, one attribute each.
-        self.min_length = masker.min_length
-        self.scan_key = masker._scanner.scan_key
+        self.min_length = scanner.min_length
+        self.scan_key = scanner.scan_key
         self.field_rules = plan.field_rules if self.fields else None
         self.plain_keys = plan.plain_keys
         # Where a string waits for the detectors when no session may know it already:
@@ -187,7 +142,7 @@ class Walk:
         text = ""
         for _, path, rule in fired:
             if path is not last:  # the rules fired at one place come together
-                text = _path_text(path, parents)
+                text = path_text(path, parents)
                 last = path
             append((text, rule))
         return tuple(out)
@@ -219,7 +174,7 @@ class Walk:
         return None if best is None else self.rules[best]
 
     def _apply(self, rule: PathRule, value: Any) -> Any:
-        new = rule(value, self.masker._pseudonyms)
+        new = rule(value, self.pseudonyms)
         if rule.action != "keep" and (new is DROP or (new is not value and new != value)):
             # A place of its own in walk order: without it the rule would share the
             # order of the string before, and sort ahead of what fired in that string.
@@ -247,7 +202,7 @@ class Walk:
             return self.string(str.__str__(value), container, slot)
         # Anything else (enums, dataclasses, datetimes, models, numpy): the JSON value
         # the span codec would write for it.
-        converted = orjson.loads(orjson.dumps(value, default=self.masker._default, option=SERIALIZE))
+        converted = orjson.loads(orjson.dumps(value, default=self.convert, option=SERIALIZE))
         return self.value(converted, states, container, slot)
 
     def string(self, text: str, container: Any, slot: Segment, cell: Cell = None) -> str:
@@ -275,7 +230,7 @@ class Walk:
     def _scan_pending(self) -> None:
         pending = self.pending
         texts = list(pending)
-        changed = self.masker._detect(texts, self.active)
+        changed = self.scanner.changes(texts, self.active)
         cache = self.cache
         if cache is not None:
             for k, text in enumerate(texts):
@@ -394,7 +349,7 @@ class Walk:
                 matched = self.plan.field_rule(key)
         if matched is not None:
             self.path = cell
-            new = matched[0](item, matched[1], self.masker._pseudonyms)
+            new = matched[0](item, matched[1], self.pseudonyms)
             if new is not item and new != item:
                 self.order += 1
                 self.fire(f"field:{matched[1]}")

@@ -1,0 +1,243 @@
+"""Built-in detectors for personal data: email addresses, payment cards, IBANs,
+US social security numbers and phone numbers.
+
+Each becomes a keyed pseudonym of its canonical form (``<email:3f9a2c1b>``), so
+equal values stay equal. Every expression runs in linear time with Python's
+``re``: it begins with a literal or a narrow character class so the engine can
+skip ahead, takes its left boundary with a fixed-width lookbehind placed after
+that first character, and uses possessive or bounded repeats, so no run of
+letters, digits, ``@`` or ``.`` makes it backtrack.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+from . import _checks
+from ._detector import Detector, RegexDetector, Span
+from ._hinted import hinted, hinted_detector
+from ._hints import DetectorHints, after, before
+
+__all__ = ["EmailDetector", "personal_detectors"]
+
+DIGITS: Final = tuple("0123456789")
+
+# The domain is matched forward from the "@"; the local part is read backward, as
+# the run of its characters that str.rstrip takes off the end of a window of at most
+# 65 characters before the "@", so a long run before an "@" costs nothing.
+_AT_DOMAIN: Final = re.compile(
+    r"@(?:[A-Za-z0-9\-]{1,63}+\.){1,8}(?:[A-Za-z]{2,24}+|xn--[A-Za-z0-9\-]{1,59}+)(?![A-Za-z0-9\-])",
+    re.ASCII,
+)
+# The characters of a local part, for str.rstrip, and those it neither starts nor ends with.
+_LOCAL_TEXT: Final = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._%+-"
+_LOCAL_PUNCTUATION: Final = "._%+-"
+_LOCAL_MAX: Final = 64
+_LOCAL_WINDOW: Final = _LOCAL_MAX + 1
+
+
+class EmailDetector:
+    """``jane.doe+tag@mail.example.co.uk``: a local part of at most 64 characters, a dotted domain."""
+
+    name: str = "email"
+    pseudonymize: bool = True
+    hints: DetectorHints = DetectorHints(
+        min_length=6,
+        literals=("@",),
+        prefilter=r"[A-Za-z0-9._%+\-]@[A-Za-z0-9\-]+\.[A-Za-z0-9\-]",
+        # Neither the domain, nor the local part read backwards, nor the checks
+        # around them take a NUL.
+        separable=True,
+    )
+
+    def __call__(self, text: str) -> list[Span]:
+        found: list[Span] = []
+        last_end = 0
+        find = text.find
+        search = _AT_DOMAIN.search
+        # str.find skips to the next "@" far faster than the expression's own scan;
+        # the search from there still runs a stretch of "@"s that start no domain in C.
+        at = find("@")
+        while at != -1:
+            match = search(text, at)
+            if match is None:
+                break
+            at, end = match.span()
+            # The local part: the run of local-part characters before the "@", read
+            # back at most 65 characters (no further than the last finding's end).
+            lo = at - _LOCAL_WINDOW if at - _LOCAL_WINDOW > last_end else last_end
+            window = text[lo:at]
+            before = len(window.rstrip(_LOCAL_TEXT))
+            # One longer than RFC 5321 allows is no local part; one neither starts nor
+            # ends with punctuation.
+            if len(window) - before <= _LOCAL_MAX:
+                local = window[before:].lstrip(_LOCAL_PUNCTUATION)
+                if local and local[-1] != ".":
+                    found.append((at - len(local), end))
+                    last_end = end
+            at = find("@", end)
+        return found
+
+    def normalize(self, found: str) -> str:
+        return found.lower()
+
+
+def personal_detectors() -> list[Detector]:
+    """The personal-data detectors, in priority order."""
+    return [
+        EmailDetector(),
+        hinted_detector(
+            "payment_card",
+            hinted(
+                r"[2-6](?<![0-9A-Za-z_][2-6])"
+                r"(?:[0-9]{11,18}|[0-9]{3}(?P<sep>[ \-])"
+                r"(?:[0-9]{4}(?P=sep)[0-9]{4}(?P=sep)[0-9]{4}(?:(?P=sep)[0-9]{3})?|[0-9]{6}(?P=sep)[0-9]{4,5}))"
+                r"(?![0-9])",
+                prefilter=(
+                    after("0-9A-Za-z_") + r"[2-6](?:[0-9]{11,18}|[0-9]{3}[ \-]"
+                    r"(?:[0-9]{4}[ \-][0-9]{4}[ \-][0-9]{4}(?:[ \-][0-9]{3})?|[0-9]{6}[ \-][0-9]{4,5}))" + before("0-9")
+                ),
+                reach=8,
+                literals=("2", "3", "4", "5", "6"),
+                check=_checks.card_text_ok,
+            ),
+            min_length=12,
+            normalize=_digits_only,
+        ),
+        hinted_detector(
+            "iban",
+            hinted(
+                r"[A-Z](?<![0-9A-Za-z_][A-Z])[A-Z][0-9]{2}(?: ?[A-Z0-9]{4}){2,7}+(?: ?[A-Z0-9]{1,3})?",
+                prefilter=after("0-9A-Za-z_") + r"[A-Z]{2}[0-9]{2} ?[A-Z0-9]{4} ?[A-Z0-9]{4}",
+                reach=48,
+                literals=DIGITS,
+                refine=_iban_refine,
+                # The refine reads no further than one character past the span it is
+                # given: a NUL there reads like the text's end.
+                separable=True,
+            ),
+            min_length=15,
+            normalize=lambda found: found.replace(" ", ""),
+        ),
+        hinted_detector(
+            "us_ssn",
+            hinted(
+                r"[0-8](?<![0-9A-Za-z_\-][0-8])[0-9]{2}-[0-9]{2}-[0-9]{4}(?![0-9]|-[0-9])",
+                prefilter=after("0-9A-Za-z_\\-") + r"[0-8][0-9]{2}-[0-9]{2}-[0-9]{4}" + before("0-9"),
+                reach=8,
+                literals=("-",),
+                check=_checks.ssn_ok,
+            ),
+            min_length=11,
+            normalize=_digits_only,
+        ),
+        _phone(),
+    ]
+
+
+_IBAN_COUNTRIES: Final = _checks.IBAN_COUNTRIES
+# What the digit patterns let through besides digits; deleted to leave the digits.
+_NUMBER_PUNCTUATION: Final = str.maketrans("", "", " .-()+/")
+
+
+def _digits_only(text: str) -> str:
+    return text.translate(_NUMBER_PUNCTUATION)
+
+
+def _has_digit(text: str) -> bool:
+    return any("0" <= ch <= "9" for ch in text)
+
+
+def _iban_refine(text: str, start: int, stop: int) -> Span | None:
+    country = _IBAN_COUNTRIES.get(text[start : start + 2])
+    if country is None:
+        return None
+    length, letters = country
+    # The expression may run on into a following group; the country fixes the
+    # length. The end lies past ``length`` characters and the spaces among them:
+    # the least ``end`` with ``end - spaces before it == length``.
+    found = text[start:stop]
+    if " " in found:
+        compact = found.replace(" ", "")
+        if len(compact) < length:
+            return None
+        # Where the IBAN is written in the usual groups of four, it ends at ``end``
+        # below. When ``end`` meets the rule above (one count tells), the least end
+        # that does is ``end``, or one less where the character before is a space
+        # (the expression never lets two spaces meet); else the loop finds it.
+        end = length + (length - 1) // 4
+        if found.count(" ", 0, end) == end - length:
+            if found[end - 1] == " ":
+                end -= 1
+        else:
+            end = length
+            while (wider := length + found.count(" ", 0, end)) != end:
+                end = wider
+        end += start
+    else:
+        compact = found
+        if len(found) < length:
+            return None
+        end = start + length
+    if end < len(text) and text[end].isalnum():
+        return None
+    # ``iban_ok`` of compact[:length], less what the expression already holds to:
+    # the country is known, and the check digits are digits ([A-Z]{2}[0-9]{2}).
+    account = compact[4:length]
+    # ASCII here, so the bytes test (C's table) stands for str.isdigit (Unicode's).
+    if not account.encode("ascii").isdigit():
+        account = account.translate(_checks.IBAN_LETTERS)
+    return (start, end) if int(f"{account}{letters}{compact[2:4]}") % 97 == 1 else None
+
+
+def _phone_international(text: str) -> bool:
+    return _checks.digit_count_between(text, 8, 15)
+
+
+def _phone_national(text: str) -> bool:
+    return _checks.digit_count_between(text, 9, 12) and _DATE_PREFIX.match(text) is None
+
+
+def _phone_normalize(found: str) -> str:
+    return ("+" if found.startswith("+") else "") + _digits_only(found)
+
+
+# 05.03.2024 or 05/03/2024 10 is a date (and an hour), not a phone number.
+_DATE_PREFIX: Final = re.compile(r"[0-3][0-9][./\-][01][0-9][./\-](?:19|20)[0-9]{2}", re.ASCII)
+
+
+def _phone() -> RegexDetector:
+    return hinted_detector(
+        "phone",
+        [
+            # International: "+", digits, single separators, parenthesized area codes.
+            hinted(
+                r"\+(?<![0-9A-Za-z_+]\+)[0-9](?:[0-9]|[ .\-][0-9]|[ .\-]?\([0-9]{1,4}\))*+",
+                prefilter=after("0-9A-Za-z_+") + r"\+[0-9][0-9 .()\-]{7}",
+                reach=40,
+                literals=("+",),
+                check=_phone_international,
+            ),
+            # North American: (415) 555-0132, 415-555-0132, 415.555.0132, 415 555 0132.
+            hinted(
+                r"(?:\((?<![0-9A-Za-z_]\()[2-9][0-9]{2}\) ?|[2-9](?<![0-9A-Za-z_+][2-9])[0-9]{2}[ .\-])"
+                r"[0-9]{3}[ .\-][0-9]{4}(?![0-9]|[.\-][0-9])",
+                # No left boundary: inside this alternation it makes hyperscan scan slowly.
+                prefilter=r"(?:\([2-9][0-9]{2}\) ?|[2-9][0-9]{2}[ .\-])[0-9]{3}[ .\-][0-9]{4}" + before("0-9"),
+                reach=8,
+                literals=DIGITS,
+            ),
+            # National numbers with a trunk 0 and separated groups: 020 7946 0958,
+            # 07700 900123, 01 23 45 67 89, 030 12345678, 089/1234567.
+            hinted(
+                r"0(?<![0-9A-Za-z_.,+]0)[1-9][0-9]{0,4}(?:[ .\-/][0-9]{2,8}){1,4}(?![0-9:]|[.\-][0-9])",
+                prefilter=after("0-9A-Za-z_.,+") + r"0[1-9](?:[ .\-/]?[0-9]){7}",
+                reach=48,
+                literals=("0",),
+                check=_phone_national,
+            ),
+        ],
+        min_length=9,
+        normalize=_phone_normalize,
+    )
