@@ -324,6 +324,10 @@ class Run:
             if self in _open_runs:
                 _open_runs.remove(self)
             _runs_changed()
+        self._unbind()
+
+    def _unbind(self) -> None:
+        """Reset the context variables ``_activate`` set, the latest first."""
         run_token, scope_token, id_token, otel_token = self._tokens.pop()
         current_run_id.reset(id_token)
         current_scope_var.reset(scope_token)
@@ -354,12 +358,7 @@ class Run:
             _runs_changed()
         # Unbind it from this context again: a context variable set inside one task
         # would be invisible to the others and could not be reset from another context.
-        run_token, scope_token, id_token, otel_token = self._tokens.pop()
-        current_run_id.reset(id_token)
-        current_scope_var.reset(scope_token)
-        current_run_var.reset(run_token)
-        if otel_token is not None:
-            otel_context.detach(cast(Any, otel_token))
+        self._unbind()
         return self
 
     def exit_process_wide(
