@@ -72,7 +72,7 @@ def test_more_retries_than_recorded_is_a_divergence(
 
     server.script(api_error(529))
     with anthropic.Anthropic(base_url=server.url, api_key="test-key", max_retries=0) as client:
-        with spanreplay.record() as run, pytest.raises(anthropic.InternalServerError):
+        with spanreplay.record() as run, pytest.raises(anthropic.APIStatusError, match="529"):
             client.messages.create(model=MODEL, max_tokens=256, messages=USER)
         server.stop()
         with (

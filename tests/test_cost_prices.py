@@ -19,6 +19,7 @@ from messages_api_server import MessagesAPIServer, instrument, reply, serve, tex
 from spanreplay.cost import (
     PRICES_ENV,
     ModelPrice,
+    PriceTable,
     Usage,
     _prices,
     builtin_prices,
@@ -260,3 +261,15 @@ def test_any_malformed_json_price_file_raises_configuration_error_or_loads(tmp_p
             assert table.usd(model, Usage(input=1, output=1)) is not None
         return
     assert str(path) in message
+
+
+def test_entries_hold_every_model_and_prefix_of_a_merged_table_by_its_key() -> None:
+    one, two = ModelPrice(input=1.0, output=2.0), ModelPrice(input=3.0, output=4.0)
+    base = PriceTable({"claude-x": one, "claude-y-*": one}, sources=("base",))
+    top = PriceTable({"claude-y-*": two, "claude-z": two}, sources=("top",))
+    merged = base.merged(top)
+    assert merged.entries() == {"claude-x": one, "claude-y-*": two, "claude-z": two}
+    assert merged.lookup("claude-y-1") == two
+    assert base.merged(top, replace=True).entries() == top.entries() == {"claude-y-*": two, "claude-z": two}
+    merged.entries().clear()  # a copy: the table keeps its prices
+    assert merged.lookup("claude-x") == one

@@ -9,6 +9,7 @@ read the lines back to the spans the SDK held.
 from __future__ import annotations
 
 import base64
+import importlib.metadata
 from typing import Any
 
 import orjson
@@ -21,6 +22,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, SpanLimits, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import (
     Link,
     NonRecordingSpan,
@@ -33,7 +35,7 @@ from opentelemetry.trace import (
     set_span_in_context,
 )
 
-from spanreplay.exporters._otlp_json import LineEncoder, span_dict, span_json
+from spanreplay.exporters._otlp_json import LineEncoder, attributes_of, span_dict, span_json
 from spanreplay.readers._otlp_json import spans_from_document
 from spanreplay.readers._otlp_json_typed import line_spans
 
@@ -320,3 +322,52 @@ def test_values_are_written_as_orjson_writes_them_for_every_code_point() -> None
         assert _encode_value(run) == orjson.dumps(run)
     for value in (True, False, 0, -1, 2**63 - 1, -(2**63), 2**64 - 1):
         assert _encode_value(value) == orjson.dumps(value)
+
+
+def test_the_sdk_still_keeps_span_attributes_where_the_fast_read_finds_them() -> None:
+    # attributes_of() reads the SDK's attribute dict in place (ReadableSpan.attributes
+    # is a proxy whose every lookup is a Python call). When an SDK release stores them
+    # elsewhere, recording still works through the public property, only slower: this
+    # test is what notices.
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    live = provider.get_tracer("t").start_span("s", attributes={"a": 1, "b": "two"})
+    live.set_attribute("c", True)
+    live_read = attributes_of(live)
+    live.end()
+    (ended,) = exporter.get_finished_spans()
+    sdk = importlib.metadata.version("opentelemetry-sdk")
+    for span, read in ((live, live_read), (ended, attributes_of(ended))):
+        assert type(read) is dict, (
+            f"opentelemetry-sdk {sdk} no longer keeps a span's attributes in ReadableSpan._attributes._dict: "
+            "spanreplay falls back to the slower public ReadableSpan.attributes; update attributes_of() in "
+            "spanreplay/exporters/_otlp_json.py to the SDK's new storage (and measure benchmarks/bench_record.py)"
+        )
+        assert read == {"a": 1, "b": "two", "c": True} == dict(span.attributes or {})
+
+
+@pytest.mark.parametrize("attributes", [{"k": "v", "n": 3}, None], ids=["plain-dict", "none"])
+def test_a_span_that_stores_its_attributes_otherwise_is_written_through_the_public_properties(
+    attributes: dict[str, Any] | None,
+) -> None:
+    # A ReadableSpan built directly keeps the attributes it was given as they are
+    # (no BoundedAttributes): the fallback an SDK with other storage takes.
+    span = ReadableSpan(
+        "built",
+        context=SpanContext(trace_id=1, span_id=2, is_remote=False),
+        parent=SpanContext(trace_id=1, span_id=3, is_remote=False),
+        attributes=attributes,
+        start_time=10,
+        end_time=20,
+        resource=Resource.create({"service.name": "x"}),
+        instrumentation_scope=InstrumentationScope("scope"),
+    )
+    assert dict(attributes_of(span)) == (attributes or {})
+    encoder = LineEncoder()
+    assert encoder.encode(span) == reference_line(span)
+    assert encoder.encode(span) == reference_line(span)
+    assert orjson.loads(encoder.encode(span))["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["attributes"] == [
+        {"key": k, "value": {"stringValue": v} if isinstance(v, str) else {"intValue": str(v)}}
+        for k, v in (attributes or {}).items()
+    ]

@@ -239,8 +239,8 @@ class PriceTable:
 
     def merged(self, other: PriceTable, *, replace: bool = False) -> PriceTable:
         """This table with ``other``'s models on top (only ``other``'s when ``replace``)."""
-        models: dict[str, ModelPrice] = {} if replace else self._all()
-        models.update(other._all())
+        models: dict[str, ModelPrice] = {} if replace else self.entries()
+        models.update(other.entries())
         return PriceTable(
             models,
             as_of=other.as_of or self.as_of,
@@ -248,7 +248,8 @@ class PriceTable:
             sources=other.sources if replace else (*self.sources, *other.sources),
         )
 
-    def _all(self) -> dict[str, ModelPrice]:
+    def entries(self) -> dict[str, ModelPrice]:
+        """Every price in the table by its key, a prefix entry's key ending in ``*`` (a copy)."""
         out = dict(self.models)
         out.update({prefix + "*": price for prefix, price in self._prefixes})
         return out
@@ -264,7 +265,7 @@ def builtin_prices() -> PriceTable:
         text = importlib.resources.files(__package__ or "spanreplay.cost").joinpath("prices.toml").read_text()
         table, _ = _parse(tomllib.loads(text), "spanreplay's prices.toml")
         _builtin = PriceTable(
-            table._all(), as_of=table.as_of, batch=table.batch, sources=(f"spanreplay's table of {table.as_of}",)
+            table.entries(), as_of=table.as_of, batch=table.batch, sources=(f"spanreplay's table of {table.as_of}",)
         )
     return _builtin
 
@@ -301,7 +302,7 @@ def load_prices(path: str | os.PathLike[str]) -> tuple[PriceTable, bool]:
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
             raise ConfigurationError(f"Price file {name} is not valid TOML ({exc}); fix the line it names.") from None
     table, replace_builtin = _parse(document, f"Price file {name}")
-    return PriceTable(table._all(), as_of=table.as_of, batch=table.batch, sources=(name,)), replace_builtin
+    return PriceTable(table.entries(), as_of=table.as_of, batch=table.batch, sources=(name,)), replace_builtin
 
 
 def _parse(document: Any, where: str) -> tuple[PriceTable, bool]:
@@ -467,7 +468,7 @@ def price_table(extra: str | os.PathLike[str] | None = None) -> PriceTable:
 
 def prices() -> dict[str, ModelPrice]:
     """A copy of the prices in force, by table key."""
-    return price_table()._all()
+    return price_table().entries()
 
 
 def cost_usd(model: str, usage: Mapping[str, Any] | Usage, *, when: date | datetime | None = None) -> float | None:

@@ -525,6 +525,12 @@ class OtlpSpanProcessor(SpanProcessor):
         self._thread = threading.Thread(target=self._run, name="spanreplay-otlp", daemon=True)
         self._thread.start()
 
+    def after_fork(self) -> None:
+        """In a forked child: a fresh, empty queue and a sender thread of its own (unless shut down)."""
+        if not self._closing:
+            self.exporter.after_fork()
+            self._init_state()
+
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
         pass
 
@@ -638,9 +644,7 @@ def _after_fork() -> None:
     # A forked child has the parent's queue but not its sender thread: it starts
     # its own, empty (the parent sends what it had queued).
     for processor in list(_processors):
-        if not processor._closing:
-            processor.exporter.after_fork()
-            processor._init_state()
+        processor.after_fork()
 
 
 os.register_at_fork(after_in_child=_after_fork)

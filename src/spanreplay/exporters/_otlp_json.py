@@ -16,6 +16,7 @@ import base64
 import math
 import operator
 from collections.abc import Callable, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any, Final
 
 import msgspec
@@ -86,29 +87,28 @@ def key_values(attributes: Mapping[str, Any] | None) -> list[dict[str, Any]]:
 
 
 def attributes_of(span: ReadableSpan) -> Mapping[str, Any]:
-    """The span's attributes, read without building a proxy over them (see ``_raw``)."""
-    attributes = getattr(getattr(span, "_attributes", None), "_dict", None)
-    if type(attributes) is dict:
-        return attributes
-    return span.attributes or {}
+    """The span's attributes, read in place: the one read of SDK internals spanreplay makes.
+
+    ``ReadableSpan.attributes`` is a read-only proxy over a ``BoundedAttributes``
+    whose lookups and iteration are Python methods; copying it or asking it for
+    absent keys costs more than the rest of writing a boundary span. The SDK's
+    span keeps the attributes in a plain dict (``_attributes._dict``), read here
+    and only read. An SDK that stores them otherwise gets the public property;
+    ``tests/test_file_exporter_encoding.py`` fails when the SDK's own spans stop
+    taking the fast read, so a change shows in CI rather than as a slowdown.
+    """
+    stored = getattr(getattr(span, "_attributes", None), "_dict", None)
+    if type(stored) is dict:
+        return stored
+    return span.attributes or _NO_ATTRIBUTES
+
+
+_NO_ATTRIBUTES: Final[Mapping[str, Any]] = MappingProxyType({})
 
 
 def _raw(span: ReadableSpan) -> tuple[Mapping[str, Any], Sequence[Event], Sequence[Link]]:
-    """A span's attributes, events and links without the copies its properties make.
-
-    ``ReadableSpan.attributes`` wraps a ``BoundedAttributes`` whose item iteration
-    goes through Python methods, and ``events``/``links`` copy their lists under a
-    lock: together they cost more than the rest of the encoding. An ended span no
-    longer changes, so the SDK's attribute dict is read directly and the events and
-    links are only copied when there are any. SDKs that store them differently get
-    the public properties.
-    """
-    attributes = attributes_of(span)
-    stored = getattr(span, "_events", None)
-    events = span.events if stored is None or len(stored) else ()
-    stored = getattr(span, "_links", None)
-    links = span.links if stored is None or len(stored) else ()
-    return attributes, events, links
+    """A span's attributes (see ``attributes_of``), events and links."""
+    return attributes_of(span), span.events, span.links
 
 
 def span_dict(span: ReadableSpan) -> dict[str, Any]:
@@ -267,21 +267,6 @@ class _LineTemplate:
 
 _IDS: Final = b'%032x","spanId":"%016x","parentSpanId":"%016x'
 _TIMES: Final = b'%d","endTimeUnixNano":"%d'
-# An SDK ReadableSpan's fields, as ``ReadableSpan.__init__`` stores them.
-_SDK_FIELDS: Final = operator.attrgetter(
-    "_context",
-    "_parent",
-    "_start_time",
-    "_end_time",
-    "_status",
-    "_attributes",
-    "_events",
-    "_links",
-    "_resource",
-    "_instrumentation_scope",
-    "_name",
-    "_kind",
-)
 
 
 class LineEncoder:
@@ -291,7 +276,7 @@ class LineEncoder:
     kind, status and attribute keys, with values of the same types, span after span.
     For each shape the line is written once as a template: its fixed pieces
     (envelope, field names, attribute keys, value wrappers) already JSON, with a
-    slot between each two. A span then costs its fields read in one call, its ids
+    slot between each two. A span then costs its properties read, its ids
     and times formatted, one encoding of each attribute value (see
     ``encode_values``) and one join. A span with a trace state, events, links, a
     status description or anything dropped is written piece by piece instead.
@@ -305,18 +290,31 @@ class LineEncoder:
         self._limit = limit
 
     def encode(self, span: ReadableSpan) -> bytes:
-        if type(span) is not ReadableSpan:
+        # ReadableSpan's public properties, but for the attributes (``attributes_of``).
+        ctx = span.context
+        parent = span.parent
+        start = span.start_time
+        end = span.end_time
+        status = span.status
+        if (
+            ctx is None
+            or parent is None
+            or start is None
+            or end is None
+            or status.description
+            or ctx.trace_state
+            or span.dropped_attributes
+            or span.dropped_events
+            or span.dropped_links
+            or span.events
+            or span.links
+        ):
             return self._pieces(span)
-        try:
-            # The SDK's own span (what every processor gets): its fields read in one C
-            # call, not a dozen properties; they are read here on the agent's thread.
-            ctx, parent, start, end, status, bounded, events, links, resource, scope, name, kind = _SDK_FIELDS(span)
-            attributes: dict[str, Any] = bounded._dict
-            plain = not (events._dq or links._dq or bounded.dropped or events.dropped or links.dropped)
-        except AttributeError:  # an SDK that keeps its fields elsewhere
-            return self._pieces(span)
-        if not plain or parent is None or start is None or end is None or status.description or ctx.trace_state:
-            return self._pieces(span)
+        attributes = attributes_of(span)
+        resource = span.resource
+        scope = span.instrumentation_scope
+        name = span.name
+        kind = span.kind
         values = tuple(attributes.values())
         shape = (
             id(resource),

@@ -321,7 +321,7 @@ class MessagesAPIServer:
         self._request_ids = itertools.count(1)
         self._stopped = False
         self.spaced_json = False
-        server = self
+        handle = self._handle
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
@@ -334,7 +334,7 @@ class MessagesAPIServer:
                 pass
 
             def do_POST(self) -> None:
-                server._handle(self)
+                handle(self)
 
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
