@@ -36,7 +36,7 @@ GOAL_SUMMARY = 1.5  # a cost summary: at most 50% over reading the spans at all
 def record(directory: Path, runs: int, turns: int) -> int:
     """Record ``runs`` runs of ``turns`` model calls and tool calls each; returns the span count."""
     provider = TracerProvider()
-    spanreplay.configure(trace_dir=directory, tracer_provider=provider, strict=True)
+    spanreplay.configure(trace_dir=directory, tracer_provider=provider, raise_internal_errors=True)
     for n in range(runs):
         with spanreplay.record(agent=f"agent-{n % 4}"):
             for turn in range(turns):

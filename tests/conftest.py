@@ -77,5 +77,5 @@ def provider(memory_exporter: InMemorySpanExporter) -> Iterator[TracerProvider]:
 def trace_dir(tmp_path: Path, provider: TracerProvider) -> Path:
     """spanreplay configured to write this test's runs under tmp_path/traces, strictly."""
     directory = tmp_path / "traces"
-    spanreplay.configure(trace_dir=directory, tracer_provider=provider, strict=True)
+    spanreplay.configure(trace_dir=directory, tracer_provider=provider, raise_internal_errors=True)
     return directory

@@ -46,7 +46,7 @@ def test_a_private_provider_records_through_its_own_exporters(
     config = spanreplay.settings()
     assert config.provider is provider
     assert config.trace_dir == trace_dir
-    assert config.strict is True
+    assert config.raise_internal_errors is True
     run_id = _record_one()
     assert {s.name for s in memory_exporter.get_finished_spans()} == {"invoke_agent cfg", "execute_tool search"}
     assert _line_count(trace_dir, run_id) == 3
@@ -56,7 +56,7 @@ def test_configuring_again_does_not_add_processors_twice(
     trace_dir: Path, provider: TracerProvider, memory_exporter: InMemorySpanExporter
 ) -> None:
     for _ in range(3):
-        spanreplay.configure(trace_dir=trace_dir, tracer_provider=provider, strict=True)
+        spanreplay.configure(trace_dir=trace_dir, tracer_provider=provider, raise_internal_errors=True)
     run_id = _record_one()
     assert _line_count(trace_dir, run_id) == 3  # running root, tool, ended root: each once
     assert len(memory_exporter.get_finished_spans()) == 2
@@ -66,9 +66,9 @@ def test_switching_providers_and_back_does_not_add_processors_twice(
     tmp_path: Path, trace_dir: Path, provider: TracerProvider
 ) -> None:
     other = TracerProvider()
-    spanreplay.configure(trace_dir=tmp_path / "other", tracer_provider=other, strict=True)
+    spanreplay.configure(trace_dir=tmp_path / "other", tracer_provider=other, raise_internal_errors=True)
     first = _record_one()
-    spanreplay.configure(trace_dir=trace_dir, tracer_provider=provider, strict=True)
+    spanreplay.configure(trace_dir=trace_dir, tracer_provider=provider, raise_internal_errors=True)
     second = _record_one()
     other.shutdown()
     assert _line_count(tmp_path / "other", first) == 3
@@ -79,7 +79,7 @@ def test_switching_providers_and_back_does_not_add_processors_twice(
 
 def test_a_new_trace_dir_takes_the_next_runs(tmp_path: Path, trace_dir: Path, provider: TracerProvider) -> None:
     first = _record_one()
-    spanreplay.configure(trace_dir=tmp_path / "elsewhere", tracer_provider=provider, strict=True)
+    spanreplay.configure(trace_dir=tmp_path / "elsewhere", tracer_provider=provider, raise_internal_errors=True)
     second = _record_one()
     assert (trace_dir / f"{first}.jsonl").exists()
     assert _line_count(tmp_path / "elsewhere", second) == 3
@@ -89,7 +89,7 @@ def test_a_new_trace_dir_takes_the_next_runs(tmp_path: Path, trace_dir: Path, pr
 def test_no_trace_dir_writes_no_files_but_still_records_spans(
     tmp_path: Path, trace_dir: Path, provider: TracerProvider, memory_exporter: InMemorySpanExporter
 ) -> None:
-    spanreplay.configure(trace_dir=None, tracer_provider=provider, strict=True)
+    spanreplay.configure(trace_dir=None, tracer_provider=provider, raise_internal_errors=True)
     assert spanreplay.settings().trace_dir is None
     _record_one()
     assert not trace_dir.exists()
@@ -116,7 +116,7 @@ def _unwritable(tmp_path: Path) -> Path:
 def test_an_unwritable_trace_dir_is_logged_once_and_the_agent_goes_on(
     tmp_path: Path, provider: TracerProvider, memory_exporter: InMemorySpanExporter, caplog: pytest.LogCaptureFixture
 ) -> None:
-    spanreplay.configure(trace_dir=_unwritable(tmp_path), tracer_provider=provider, strict=False)
+    spanreplay.configure(trace_dir=_unwritable(tmp_path), tracer_provider=provider, raise_internal_errors=False)
     with caplog.at_level(logging.DEBUG, logger="spanreplay"), spanreplay.record(agent="cfg"):
         results = [search(q) for q in ("a", "b", "c")]
         when = spanreplay.now()
@@ -130,13 +130,13 @@ def test_an_unwritable_trace_dir_is_logged_once_and_the_agent_goes_on(
 
 
 def test_an_unwritable_trace_dir_raises_when_strict(tmp_path: Path, provider: TracerProvider) -> None:
-    spanreplay.configure(trace_dir=_unwritable(tmp_path), tracer_provider=provider, strict=True)
+    spanreplay.configure(trace_dir=_unwritable(tmp_path), tracer_provider=provider, raise_internal_errors=True)
     with pytest.raises(OSError, match="not-a-directory"), spanreplay.record(agent="cfg"):
         pass
 
 
 def test_a_user_exception_is_unchanged_even_when_telemetry_fails(tmp_path: Path, provider: TracerProvider) -> None:
-    spanreplay.configure(trace_dir=_unwritable(tmp_path), tracer_provider=provider, strict=False)
+    spanreplay.configure(trace_dir=_unwritable(tmp_path), tracer_provider=provider, raise_internal_errors=False)
     raised = LookupError("the agent's own")
 
     def fail() -> None:
@@ -152,11 +152,13 @@ def test_an_unsupported_otlp_protocol_is_logged_when_not_strict(
 ) -> None:
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json")
     provider = TracerProvider()
-    config = spanreplay.configure(trace_dir=tmp_path, tracer_provider=provider, otlp=True, strict=False)
+    config = spanreplay.configure(trace_dir=tmp_path, tracer_provider=provider, otlp=True, raise_internal_errors=False)
     assert config.otlp_processor is None
     assert "http/json" in caplog.text
     with pytest.raises(spanreplay.ConfigurationError, match="'grpc' or 'http/protobuf'"):
-        spanreplay.configure(trace_dir=tmp_path, tracer_provider=TracerProvider(), otlp=True, strict=True)
+        spanreplay.configure(
+            trace_dir=tmp_path, tracer_provider=TracerProvider(), otlp=True, raise_internal_errors=True
+        )
     provider.shutdown()
 
 
@@ -177,7 +179,7 @@ SCRIPT = textwrap.dedent(
         app.add_span_processor(SimpleSpanProcessor(ConsoleSpanExporter(out=sys.stderr)))
         trace.set_tracer_provider(app)
 
-    config = spanreplay.configure(service_name="own-service", trace_dir=sys.argv[1], strict=True)
+    config = spanreplay.configure(service_name="own-service", trace_dir=sys.argv[1], raise_internal_errors=True)
 
     @spanreplay.tool
     def search(query: str) -> str:
@@ -348,3 +350,21 @@ def test_recording_before_configure_leaves_the_global_provider_to_the_applicatio
     assert facts == {"run_id": facts["run_id"], "app_is_global": True, "configured": True}
     assert "Overriding of current TracerProvider is not allowed" not in done.stderr
     assert [e.output for e in spanreplay.load(tmp_path / "traces", facts["run_id"])] == ["HI"]
+
+
+def test_the_former_strict_names_still_work_and_say_what_they_are_now(
+    tmp_path: Path, provider: TracerProvider, trace_dir: Path
+) -> None:
+    with pytest.warns(DeprecationWarning, match=r"configure\(raise_internal_errors=\)"):
+        config = spanreplay.configure(trace_dir=trace_dir, tracer_provider=provider, strict=False)
+    assert (config.raise_internal_errors, config.strict) == (False, False)
+    with spanreplay.record() as run:
+        search("x")
+        search("y")
+    with pytest.warns(DeprecationWarning, match=r"replay\(require_all_steps=\)"):
+        replaying = spanreplay.replay(trace_dir, run.run_id, strict=False)
+    with replaying:
+        search("x")  # stops early: allowed, as with require_all_steps=False
+    assert replaying.outcome == "completed"
+    with pytest.raises(spanreplay.LeftoverEventsError), spanreplay.replay(trace_dir, run.run_id):
+        search("x")

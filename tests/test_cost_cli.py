@@ -73,7 +73,7 @@ def no_price_file(monkeypatch: pytest.MonkeyPatch) -> None:
 def _record_fleet_into(directory: Path) -> Fleet:
     """The fleet recorded at the clock's "now", its ordinary runs then moved back by ``SHIFTS`` days."""
     provider = TracerProvider(resource=Resource.create({"service.name": "cost-fleet"}))
-    spanreplay.configure(trace_dir=directory, tracer_provider=provider, strict=True)
+    spanreplay.configure(trace_dir=directory, tracer_provider=provider, raise_internal_errors=True)
     instrumentor = AnthropicInstrumentor()
     instrumentor.instrument(zero_code=False)
     try:
@@ -401,7 +401,7 @@ def test_postgres_gives_the_same_costs_and_outliers_as_the_trace_files(
     pg_dsn: str, server: MessagesAPIServer, tmp_path: Path, provider: TracerProvider
 ) -> None:
     directory = tmp_path / "traces"
-    spanreplay.configure(trace_dir=directory, tracer_provider=provider, strict=True, postgres=pg_dsn)
+    spanreplay.configure(trace_dir=directory, tracer_provider=provider, raise_internal_errors=True, postgres=pg_dsn)
     instrumentor = AnthropicInstrumentor()
     instrumentor.instrument(zero_code=False)
     try:

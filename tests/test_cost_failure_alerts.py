@@ -121,7 +121,7 @@ def test_recording_only_to_postgres_names_the_database_without_its_password(
 
     # Nothing listens on port 1: the processor logs its outage; the alert is what this test reads.
     processor = PostgresSpanProcessor("postgresql://agent:s3cret@127.0.0.1:1/agents", timeout=0.2)
-    spanreplay.configure(trace_dir=None, tracer_provider=provider, strict=False, postgres=processor)
+    spanreplay.configure(trace_dir=None, tracer_provider=provider, raise_internal_errors=False, postgres=processor)
     caplog.set_level(logging.ERROR, logger=ALERT_LOGGER)
     with pytest.raises(CardDeclined):
         pay_for_order()

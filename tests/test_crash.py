@@ -63,7 +63,7 @@ AGENT = textwrap.dedent(
     if __name__ == "__main__":
         from opentelemetry.sdk.trace import TracerProvider
 
-        spanreplay.configure(trace_dir=sys.argv[1], tracer_provider=TracerProvider(), strict=True)
+        spanreplay.configure(trace_dir=sys.argv[1], tracer_provider=TracerProvider(), raise_internal_errors=True)
         with spanreplay.record(agent="crashy", run_id=sys.argv[2]):
             if sys.argv[3] == "sequential":
                 sequential()

@@ -212,7 +212,9 @@ def test_the_file_is_what_load_and_runs_read(trace_dir: Path) -> None:
 
 
 def test_fsync_mode_writes_the_same_lines(tmp_path: Path, provider: TracerProvider) -> None:
-    spanreplay.configure(trace_dir=tmp_path / "synced", tracer_provider=provider, fsync=True, strict=True)
+    spanreplay.configure(
+        trace_dir=tmp_path / "synced", tracer_provider=provider, fsync=True, raise_internal_errors=True
+    )
     with spanreplay.record(agent="sync") as run:
         search("x")
     assert len(_lines(tmp_path / "synced" / f"{run.run_id}.jsonl")) == 3

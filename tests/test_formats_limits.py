@@ -49,7 +49,7 @@ def limited(tmp_path: Path) -> Iterator[Any]:
         )
         providers.append(provider)
         directory = tmp_path / "traces"
-        spanreplay.configure(trace_dir=directory, tracer_provider=provider, strict=True)
+        spanreplay.configure(trace_dir=directory, tracer_provider=provider, raise_internal_errors=True)
         return directory
 
     yield configure

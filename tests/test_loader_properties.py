@@ -32,7 +32,7 @@ RECORD = """
     import spanreplay
     from fixtures.recordings import record_agent, record_failing
 
-    spanreplay.configure(trace_dir=sys.argv[1], tracer_provider=TracerProvider(), strict=True)
+    spanreplay.configure(trace_dir=sys.argv[1], tracer_provider=TracerProvider(), raise_internal_errors=True)
     record_agent("run_ok", big=True, calls=2)
     record_failing("run_err")
 """

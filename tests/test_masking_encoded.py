@@ -190,7 +190,7 @@ def test_recorded_payloads_are_what_masking_then_encoding_gives(tmp_path_factory
     # as it did when masking encoded each payload itself.
     directory = tmp_path_factory.mktemp("traces")
     provider = TracerProvider()
-    spanreplay.configure(trace_dir=directory, tracer_provider=provider, strict=True)
+    spanreplay.configure(trace_dir=directory, tracer_provider=provider, raise_internal_errors=True)
     try:
         with spanreplay.record(agent="gate") as run:
             spanreplay.boundary("tool", "lookup", inp, lambda: out)

@@ -57,7 +57,7 @@ def recording() -> Iterator[tuple[Path, InMemorySpanExporter]]:
         provider = TracerProvider(resource=Resource.create({"service.name": "masking-test"}))
         provider.add_span_processor(SimpleSpanProcessor(exporter))
         directory = Path(tmp) / "traces"
-        spanreplay.configure(trace_dir=directory, tracer_provider=provider, strict=True)
+        spanreplay.configure(trace_dir=directory, tracer_provider=provider, raise_internal_errors=True)
         try:
             yield directory, exporter
         finally:
@@ -105,7 +105,7 @@ def test_no_planted_secret_reaches_a_file_an_otlp_request_or_an_exporter(
         provider = TracerProvider()
         provider.add_span_processor(SimpleSpanProcessor(exporter))
         directory = Path(tmp) / "traces"
-        spanreplay.configure(trace_dir=directory, tracer_provider=provider, strict=True)
+        spanreplay.configure(trace_dir=directory, tracer_provider=provider, raise_internal_errors=True)
         try:
             _record_with_secrets(payload, message, error_text)
             recorded = everything_recorded(directory, exporter)
@@ -148,7 +148,9 @@ def test_an_unmasked_payload_carries_no_masked_attribute(recording: tuple[Path, 
 def test_the_project_key_is_never_recorded(tmp_path: Path, provider: TracerProvider) -> None:
     key = "project-key-7f3a9c2e51b04d86"
     directory = tmp_path / "traces"
-    spanreplay.configure(trace_dir=directory, tracer_provider=provider, strict=True, masking=MaskingConfig(key=key))
+    spanreplay.configure(
+        trace_dir=directory, tracer_provider=provider, raise_internal_errors=True, masking=MaskingConfig(key=key)
+    )
     with spanreplay.record(agent="masking") as run:
         spanreplay.boundary("tool", "lookup", {"q": "jane@example.com"}, lambda: "jane@example.com")
     data = b"".join(p.read_bytes() for p in directory.rglob("*.jsonl"))
@@ -160,7 +162,7 @@ def test_the_project_key_is_never_recorded(tmp_path: Path, provider: TracerProvi
 
 def test_masking_can_be_turned_off(tmp_path: Path, provider: TracerProvider) -> None:
     directory = tmp_path / "traces"
-    spanreplay.configure(trace_dir=directory, tracer_provider=provider, strict=True, masking=False)
+    spanreplay.configure(trace_dir=directory, tracer_provider=provider, raise_internal_errors=True, masking=False)
     with spanreplay.record(agent="masking") as run:
         spanreplay.boundary("tool", "lookup", {"q": "jane@example.com"}, lambda: "ok")
     assert spanreplay.load(directory, run.run_id).events[0].input == {"q": "jane@example.com"}
@@ -202,7 +204,7 @@ def test_a_masked_email_passed_from_one_tool_to_the_next_replays_without_diverge
     monkeypatch.delenv("SPANREPLAY_MASK_KEY", raising=False)
     directory = tmp_path / "traces"
     config = MaskingConfig(key=key)
-    spanreplay.configure(trace_dir=directory, tracer_provider=provider, strict=True, masking=config)
+    spanreplay.configure(trace_dir=directory, tracer_provider=provider, raise_internal_errors=True, masking=config)
     with spanreplay.record(agent="support") as run:
         recorded_result = support_agent(customer_id)
     log = spanreplay.load(directory, run.run_id)
@@ -225,7 +227,7 @@ def test_a_masked_email_passed_from_one_tool_to_the_next_replays_without_diverge
 def test_a_kept_field_replays_its_real_value(tmp_path: Path, provider: TracerProvider) -> None:
     directory = tmp_path / "traces"
     config = MaskingConfig(rules=[keep("status", kind="tool", key="ticket")])
-    spanreplay.configure(trace_dir=directory, tracer_provider=provider, strict=True, masking=config)
+    spanreplay.configure(trace_dir=directory, tracer_provider=provider, raise_internal_errors=True, masking=config)
 
     def agent() -> str:
         ticket = spanreplay.boundary(
@@ -248,7 +250,7 @@ def test_a_recorded_failure_with_personal_data_in_its_message_reproduces(
     tmp_path: Path, provider: TracerProvider
 ) -> None:
     directory = tmp_path / "traces"
-    spanreplay.configure(trace_dir=directory, tracer_provider=provider, strict=True)
+    spanreplay.configure(trace_dir=directory, tracer_provider=provider, raise_internal_errors=True)
 
     def agent() -> None:
         customer = spanreplay.boundary("tool", "find", {"id": 3}, lambda: {"id": 3})
@@ -275,7 +277,9 @@ def test_any_chain_of_masked_emails_replays(addresses: list[str]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         provider = TracerProvider()
         directory = Path(tmp) / "traces"
-        spanreplay.configure(trace_dir=directory, tracer_provider=provider, masking=MaskingConfig(key="k"), strict=True)
+        spanreplay.configure(
+            trace_dir=directory, tracer_provider=provider, masking=MaskingConfig(key="k"), raise_internal_errors=True
+        )
         try:
             with spanreplay.record(agent="mailer") as run:
                 agent()
@@ -290,7 +294,7 @@ def test_any_chain_of_masked_emails_replays(addresses: list[str]) -> None:
 
 def test_spanreplay_show_says_which_paths_were_masked_by_which_rule(tmp_path: Path, provider: TracerProvider) -> None:
     directory = tmp_path / "traces"
-    spanreplay.configure(trace_dir=directory, tracer_provider=provider, strict=True)
+    spanreplay.configure(trace_dir=directory, tracer_provider=provider, raise_internal_errors=True)
     with spanreplay.record(agent="masking") as run:
         spanreplay.boundary("tool", "lookup", {"token": "t0k3n"}, lambda: {"contact": "jane@example.com"})
     show = [sys.executable, "-m", "spanreplay.cli", "show", str(directory), run.run_id, "--seq", "1"]
@@ -310,7 +314,10 @@ def test_spanreplay_show_says_which_paths_were_masked_by_which_rule(tmp_path: Pa
 def test_replay_refuses_masking_other_than_the_recording_s_naming_both(tmp_path: Path) -> None:
     provider = TracerProvider()
     spanreplay.configure(
-        trace_dir=tmp_path, tracer_provider=provider, masking=MaskingConfig(key="recording key"), strict=True
+        trace_dir=tmp_path,
+        tracer_provider=provider,
+        masking=MaskingConfig(key="recording key"),
+        raise_internal_errors=True,
     )
     with spanreplay.record(agent="keys") as run:
         spanreplay.boundary("tool", "lookup", {"email": "ana@example.com"}, lambda: "found")
@@ -320,19 +327,25 @@ def test_replay_refuses_masking_other_than_the_recording_s_naming_both(tmp_path:
 
     # Another key would pseudonymize the current inputs differently: refused up front.
     spanreplay.configure(
-        trace_dir=tmp_path, tracer_provider=provider, masking=MaskingConfig(key="another key"), strict=True
+        trace_dir=tmp_path,
+        tracer_provider=provider,
+        masking=MaskingConfig(key="another key"),
+        raise_internal_errors=True,
     )
     with pytest.raises(
         spanreplay.ConfigurationError, match=r"recorded with the mask key whose id is [0-9a-f]{8}.*SPANREPLAY_MASK_KEY"
     ):
         spanreplay.replay(log)
-    spanreplay.configure(trace_dir=tmp_path, tracer_provider=provider, masking=False, strict=True)
+    spanreplay.configure(trace_dir=tmp_path, tracer_provider=provider, masking=False, raise_internal_errors=True)
     with pytest.raises(spanreplay.ConfigurationError, match="replay would mask with masking off"):
         spanreplay.replay(log)
 
     # The recording's own key replays it.
     spanreplay.configure(
-        trace_dir=tmp_path, tracer_provider=provider, masking=MaskingConfig(key="recording key"), strict=True
+        trace_dir=tmp_path,
+        tracer_provider=provider,
+        masking=MaskingConfig(key="recording key"),
+        raise_internal_errors=True,
     )
     with spanreplay.replay(log) as replaying:
         assert spanreplay.boundary("tool", "lookup", {"email": "ana@example.com"}, lambda: "real") == "found"

@@ -76,7 +76,9 @@ def test_a_luhn_valid_order_id_is_recorded_and_replayed_as_the_int_it_is(
 ) -> None:
     monkeypatch.delenv("SPANREPLAY_MASK_KEY", raising=False)
     directory = tmp_path / "traces"
-    spanreplay.configure(trace_dir=directory, tracer_provider=provider, strict=True, masking=MaskingConfig(key=key))
+    spanreplay.configure(
+        trace_dir=directory, tracer_provider=provider, raise_internal_errors=True, masking=MaskingConfig(key=key)
+    )
     with spanreplay.record(agent="orders") as run:
         recorded = order_agent()
     log = spanreplay.load(directory, run.run_id)
@@ -239,7 +241,7 @@ def test_random_json_with_luhn_valid_numbers_records_and_replays_without_diverge
         provider = TracerProvider()
         directory = Path(tmp) / "traces"
         config = MaskingConfig(key=key, rules=_rules())
-        spanreplay.configure(trace_dir=directory, tracer_provider=provider, masking=config, strict=True)
+        spanreplay.configure(trace_dir=directory, tracer_provider=provider, masking=config, raise_internal_errors=True)
         try:
             with spanreplay.record(agent="types") as run:
                 agent()
@@ -256,7 +258,7 @@ def test_random_json_with_luhn_valid_numbers_records_and_replays_without_diverge
 def test_spanreplay_show_lists_a_masked_number(tmp_path: Path, provider: TracerProvider) -> None:
     directory = tmp_path / "traces"
     config = MaskingConfig(rules=[mask("balance", kind="tool")])
-    spanreplay.configure(trace_dir=directory, tracer_provider=provider, strict=True, masking=config)
+    spanreplay.configure(trace_dir=directory, tracer_provider=provider, raise_internal_errors=True, masking=config)
     with spanreplay.record(agent="bank") as run:
         spanreplay.boundary("tool", "account", {"id": 7}, lambda: {"balance": 1520.75, "id": 7})
     event = spanreplay.load(directory, run.run_id).events[0]

@@ -22,7 +22,7 @@ SCRIPT = textwrap.dedent(
     from opentelemetry import trace
     import spanreplay
 
-    config = spanreplay.configure(trace_dir=sys.argv[1], strict=True)
+    config = spanreplay.configure(trace_dir=sys.argv[1], raise_internal_errors=True)
     other = trace.get_tracer("an.http.client")
 
     @spanreplay.tool

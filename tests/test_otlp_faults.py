@@ -59,7 +59,9 @@ def otlp(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, provider: TracerProvid
         monkeypatch.setenv("OTEL_BSP_SCHEDULE_DELAY", "20")
         for name, value in more.items():
             monkeypatch.setenv(name, value)
-        config = spanreplay.configure(trace_dir=tmp_path / "traces", tracer_provider=provider, otlp=True, strict=True)
+        config = spanreplay.configure(
+            trace_dir=tmp_path / "traces", tracer_provider=provider, otlp=True, raise_internal_errors=True
+        )
         assert isinstance(config.otlp_processor, OtlpSpanProcessor)
         return config.otlp_processor
 
@@ -228,7 +230,7 @@ def test_an_exporter_that_raises_is_counted_and_the_sender_carries_on(
 ) -> None:
     processor = OtlpSpanProcessor(_Raising(), schedule_delay=0.01)
     provider.add_span_processor(processor)
-    spanreplay.configure(trace_dir=tmp_path, tracer_provider=provider, strict=True)
+    spanreplay.configure(trace_dir=tmp_path, tracer_provider=provider, raise_internal_errors=True)
     for _ in range(2):
         run_agent(3)
         assert processor.force_flush(2000)

@@ -106,7 +106,9 @@ def record_to(
         monkeypatch.setenv("OTEL_BSP_SCHEDULE_DELAY", "50")
         provider = TracerProvider(resource=Resource.create({"service.name": "support-agent"}))
         providers.append(provider)
-        config = spanreplay.configure(trace_dir=tmp_path / "traces", tracer_provider=provider, otlp=True, strict=True)
+        config = spanreplay.configure(
+            trace_dir=tmp_path / "traces", tracer_provider=provider, otlp=True, raise_internal_errors=True
+        )
         assert config.otlp_processor is not None
         script(server)
         client = anthropic.Anthropic(base_url=server.url, api_key="test-key")

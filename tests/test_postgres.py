@@ -110,7 +110,7 @@ def query(dsn: str, sql: str, params: Any = None) -> list[tuple[Any, ...]]:
 def recording(pg_dsn: str, tmp_path: Path, provider: TracerProvider) -> tuple[Path, str]:
     """spanreplay writing this test's runs to a trace directory and to Postgres, per step."""
     directory = tmp_path / "traces"
-    spanreplay.configure(trace_dir=directory, tracer_provider=provider, strict=True, postgres=pg_dsn)
+    spanreplay.configure(trace_dir=directory, tracer_provider=provider, raise_internal_errors=True, postgres=pg_dsn)
     return directory, pg_dsn
 
 
@@ -300,7 +300,7 @@ def test_any_json_payload_comes_back_from_postgres_byte_for_byte(pg_dsn: str, tm
     # change to the global random state while a value is drawn is an error under Hypothesis.
     directory = tmp_path / "traces"
     provider = TracerProvider()
-    spanreplay.configure(trace_dir=directory, tracer_provider=provider, strict=True, postgres=pg_dsn)
+    spanreplay.configure(trace_dir=directory, tracer_provider=provider, raise_internal_errors=True, postgres=pg_dsn)
     try:
         with spanreplay.record(agent="any") as run:
             spanreplay.boundary("tool", "echo", {"v": value}, lambda: value)
@@ -318,7 +318,9 @@ def test_batched_mode_commits_on_flush_and_equals_the_file(
     from spanreplay.postgres import PostgresSpanProcessor
 
     processor = PostgresSpanProcessor(pg_dsn, batch=True, flush_interval=60, batch_size=10_000)
-    spanreplay.configure(trace_dir=tmp_path / "traces", tracer_provider=provider, strict=True, postgres=processor)
+    spanreplay.configure(
+        trace_dir=tmp_path / "traces", tracer_provider=provider, raise_internal_errors=True, postgres=processor
+    )
     with spanreplay.record(agent="batched") as run:
         for i in range(50):
             spanreplay.boundary("tool", "step", {"i": i}, lambda i=i: i * i)
@@ -336,7 +338,9 @@ def test_batched_mode_writes_what_is_queued_when_the_provider_shuts_down(tmp_pat
 
     provider = TracerProvider()
     processor = PostgresSpanProcessor(pg_dsn, batch=True, flush_interval=60, batch_size=10_000)
-    spanreplay.configure(trace_dir=tmp_path / "traces", tracer_provider=provider, strict=True, postgres=processor)
+    spanreplay.configure(
+        trace_dir=tmp_path / "traces", tracer_provider=provider, raise_internal_errors=True, postgres=processor
+    )
     with spanreplay.record(agent="batched") as run:
         for i in range(20):
             spanreplay.boundary("tool", "step", {"i": i}, lambda i=i: i)
@@ -350,7 +354,7 @@ def test_the_environment_variable_turns_the_exporter_on(
     pg_dsn: str, tmp_path: Path, provider: TracerProvider, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("SPANREPLAY_POSTGRES_DSN", pg_dsn)
-    config = spanreplay.configure(trace_dir=tmp_path / "traces", tracer_provider=provider, strict=True)
+    config = spanreplay.configure(trace_dir=tmp_path / "traces", tracer_provider=provider, raise_internal_errors=True)
     assert config.postgres_processor is not None
     with spanreplay.record(agent="env") as run:
         spanreplay.boundary("random", "draw", None, lambda: 4)
@@ -360,8 +364,10 @@ def test_the_environment_variable_turns_the_exporter_on(
 def test_configuring_again_without_postgres_stops_the_rows(
     pg_dsn: str, tmp_path: Path, provider: TracerProvider
 ) -> None:
-    spanreplay.configure(trace_dir=tmp_path / "traces", tracer_provider=provider, strict=True, postgres=pg_dsn)
-    config = spanreplay.configure(trace_dir=tmp_path / "traces", tracer_provider=provider, strict=True)
+    spanreplay.configure(
+        trace_dir=tmp_path / "traces", tracer_provider=provider, raise_internal_errors=True, postgres=pg_dsn
+    )
+    config = spanreplay.configure(trace_dir=tmp_path / "traces", tracer_provider=provider, raise_internal_errors=True)
     assert config.postgres_processor is None
     with spanreplay.record(agent="quiet"):
         spanreplay.boundary("random", "draw", None, lambda: 4)
@@ -379,7 +385,7 @@ def test_a_database_that_is_down_never_breaks_the_agent_and_export_fills_the_row
 
     directory = tmp_path / "traces"
     processor = PostgresSpanProcessor(DOWN_DSN, timeout=0.5)
-    spanreplay.configure(trace_dir=directory, tracer_provider=provider, strict=True, postgres=processor)
+    spanreplay.configure(trace_dir=directory, tracer_provider=provider, raise_internal_errors=True, postgres=processor)
     caplog.set_level(logging.DEBUG, logger="spanreplay")
     started = time.monotonic()
     with spanreplay.record(agent="offline") as run:
@@ -413,7 +419,7 @@ def test_a_slow_database_delays_a_step_at_most_the_timeout_and_the_rows_arrive_l
 
     directory = tmp_path / "traces"
     processor = PostgresSpanProcessor(pg_dsn, timeout=0.5)
-    spanreplay.configure(trace_dir=directory, tracer_provider=provider, strict=True, postgres=processor)
+    spanreplay.configure(trace_dir=directory, tracer_provider=provider, raise_internal_errors=True, postgres=processor)
     caplog.set_level(logging.WARNING, logger="spanreplay")
     blocker = psycopg.connect(pg_dsn)
     try:
@@ -536,7 +542,7 @@ def test_eight_agent_threads_sharing_a_small_pool_lose_no_row(
     from spanreplay.postgres import PostgresSpanProcessor
 
     processor = PostgresSpanProcessor(pg_dsn, pool_size=3)
-    spanreplay.configure(trace_dir=tmp_path, tracer_provider=provider, strict=True, postgres=processor)
+    spanreplay.configure(trace_dir=tmp_path, tracer_provider=provider, raise_internal_errors=True, postgres=processor)
     run_ids: list[str] = []
     errors: list[BaseException] = []
     gate = threading.Barrier(8)
@@ -567,7 +573,9 @@ def test_eight_agent_threads_sharing_a_small_pool_lose_no_row(
 def test_a_process_forked_after_configure_writes_through_a_pool_of_its_own(
     pg_dsn: str, tmp_path: Path, provider: TracerProvider
 ) -> None:
-    config = spanreplay.configure(trace_dir=tmp_path, tracer_provider=provider, strict=True, postgres=pg_dsn)
+    config = spanreplay.configure(
+        trace_dir=tmp_path, tracer_provider=provider, raise_internal_errors=True, postgres=pg_dsn
+    )
     with spanreplay.record(agent="parent"):
         spanreplay.boundary("tool", "t", {}, lambda: 0)
     with warnings.catch_warnings():
@@ -598,7 +606,7 @@ def test_a_process_forked_after_configure_writes_through_a_pool_of_its_own(
 
 
 def _record_runs(directory: Path, provider: TracerProvider, count: int) -> list[str]:
-    spanreplay.configure(trace_dir=directory, tracer_provider=provider, strict=True)
+    spanreplay.configure(trace_dir=directory, tracer_provider=provider, raise_internal_errors=True)
     ids = []
     for n in range(count):
         with spanreplay.record(agent=f"a{n}") as run:
@@ -727,7 +735,7 @@ def test_recording_into_a_database_without_the_tables_logs_the_upgrade_command_o
 
     dsn = _with_schema(pg_server, f"sr_test_{uuid.uuid4().hex[:12]}")  # no such schema: no tables
     processor = PostgresSpanProcessor(dsn, timeout=0.5)
-    spanreplay.configure(trace_dir=tmp_path, tracer_provider=provider, strict=True, postgres=processor)
+    spanreplay.configure(trace_dir=tmp_path, tracer_provider=provider, raise_internal_errors=True, postgres=processor)
     caplog.set_level(logging.WARNING, logger="spanreplay")
     with spanreplay.record(agent="early") as run:
         for i in range(5):
@@ -872,7 +880,7 @@ def test_prune_removes_exactly_the_runs_past_their_retention_in_postgres(
     from spanreplay.postgres.backfill import export
 
     directory = tmp_path / "traces"
-    spanreplay.configure(trace_dir=directory, tracer_provider=provider, strict=True)
+    spanreplay.configure(trace_dir=directory, tracer_provider=provider, raise_internal_errors=True)
     keep = [_dated_run(directory, 3, "ok"), _dated_run(directory, 30, "error"), _dated_run(directory, 60, "crashed")]
     drop = [_dated_run(directory, 10, "ok"), _dated_run(directory, 100, "error"), _dated_run(directory, 95, "crashed")]
     export(directory, pg_dsn)

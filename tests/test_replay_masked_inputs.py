@@ -33,7 +33,7 @@ def agent() -> str:
 def _record(tmp_path: Path, provider: TracerProvider, shout: Shout) -> spanreplay.EventLog:
     directory = tmp_path / "traces"
     config = MaskingConfig(rules=[transform("note", shout, kind="tool", part="input")])
-    spanreplay.configure(trace_dir=directory, tracer_provider=provider, strict=True, masking=config)
+    spanreplay.configure(trace_dir=directory, tracer_provider=provider, raise_internal_errors=True, masking=config)
     with spanreplay.record(agent="notes") as run:
         assert agent() == "DONE"
     return spanreplay.load(directory, run.run_id)
@@ -60,7 +60,7 @@ def test_a_changed_input_is_masked_before_it_is_compared_and_shown(
 ) -> None:
     monkeypatch.setenv("SPANREPLAY_MASK_KEY", "project-key")
     directory = tmp_path / "traces"
-    spanreplay.configure(trace_dir=directory, tracer_provider=provider, strict=True)
+    spanreplay.configure(trace_dir=directory, tracer_provider=provider, raise_internal_errors=True)
     with spanreplay.record(agent="mail") as run:
         spanreplay.boundary("tool", "send", {"to": "ann@example.com"}, lambda: "sent")
     log = spanreplay.load(directory, run.run_id)

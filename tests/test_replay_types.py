@@ -495,7 +495,10 @@ def test_a_masked_typed_value_comes_back_as_its_masked_text_and_its_siblings_kee
     trace_dir: Path, provider: Any
 ) -> None:
     spanreplay.configure(
-        trace_dir=trace_dir, tracer_provider=provider, strict=True, masking=MaskingConfig(rules=[mask("[1]")])
+        trace_dir=trace_dir,
+        tracer_provider=provider,
+        raise_internal_errors=True,
+        masking=MaskingConfig(rules=[mask("[1]")]),
     )
 
     @spanreplay.tool
@@ -606,7 +609,7 @@ def test_any_nesting_of_these_types_round_trips_equal_and_of_the_same_types(
 ) -> None:
     # Masking off: a Decimal whose digits pass the Luhn check is a card number to the
     # detectors, and a masked value is served as its masked text (tested above).
-    spanreplay.configure(trace_dir=trace_dir, tracer_provider=provider, strict=True, masking=False)
+    spanreplay.configure(trace_dir=trace_dir, tracer_provider=provider, raise_internal_errors=True, masking=False)
     for cls in USER_CLASSES:
         spanreplay.register_type(cls)
 
@@ -621,7 +624,7 @@ def test_any_nesting_of_these_types_round_trips_equal_and_of_the_same_types(
 
 def test_types_survive_postgres(pg_dsn: str, tmp_path: Path, provider: Any) -> None:
     directory = tmp_path / "pg-traces"
-    spanreplay.configure(trace_dir=directory, tracer_provider=provider, strict=True, postgres=pg_dsn)
+    spanreplay.configure(trace_dir=directory, tracer_provider=provider, raise_internal_errors=True, postgres=pg_dsn)
     run_id, recorded = _typed_run(directory)
     from_postgres = spanreplay.load(pg_dsn, run_id)
     assert from_postgres == spanreplay.load(directory, run_id)

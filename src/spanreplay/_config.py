@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import warnings
 import weakref
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,9 +61,14 @@ class Settings:
     tracer: trace.Tracer
     file_processor: DurableFileSpanProcessor | None
     otlp_processor: OtlpSpanProcessor | None
-    strict: bool
+    raise_internal_errors: bool
     postgres_processor: PostgresSpanProcessor | None = None
     masker: Masker | None = None
+
+    @property
+    def strict(self) -> bool:
+        """The former name of ``raise_internal_errors``."""
+        return self.raise_internal_errors
 
     @property
     def trace_dir(self) -> Path | None:
@@ -92,10 +98,11 @@ def configure(
     tracer_provider: TracerProvider | None = None,
     otlp: bool | None = None,
     fsync: bool = False,
-    strict: bool | None = None,
+    raise_internal_errors: bool | None = None,
     resource_attributes: dict[str, Any] | None = None,
     postgres: str | PostgresSpanProcessor | None = None,
     masking: MaskingConfig | bool | None = None,
+    strict: bool | None = None,
 ) -> Settings:
     """Set up recording: a tracer provider with the durable file and, if asked, OTLP.
 
@@ -128,11 +135,12 @@ def configure(
             created the provider itself: an application's own provider already
             exports the way the application set it up.
         fsync: fsync the trace file after each span (survives power loss; slower).
-        strict: raise spanreplay's own internal failures (an unwritable trace dir, a
+        raise_internal_errors: raise spanreplay's own internal failures (an unwritable trace dir, a
             span that cannot be encoded) instead of logging them once per run and
             recording on with less telemetry. Tests use it; ``SPANREPLAY_STRICT=1``
             turns it on. It never changes the exceptions of the agent's own code,
             which always pass through unchanged.
+        strict: the former name of ``raise_internal_errors`` (deprecated).
         resource_attributes: extra resource attributes for a provider spanreplay creates.
         postgres: also write every step to Postgres as it completes: a DSN
             (``postgresql://...``; ``SPANREPLAY_POSTGRES_DSN`` is the default) or a
@@ -150,13 +158,21 @@ def configure(
     """
     if trace_dir is _DEFAULT_TRACE_DIR:
         trace_dir = os.environ.get("SPANREPLAY_TRACE_DIR", "traces")
+    if strict is not None:
+        warnings.warn(
+            "configure(strict=) is now configure(raise_internal_errors=); strict= goes in a later release.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        if raise_internal_errors is None:
+            raise_internal_errors = strict
     return _configure(
         service_name,
         trace_dir,
         tracer_provider=tracer_provider,
         otlp=otlp,
         fsync=fsync,
-        strict=strict,
+        strict=raise_internal_errors,
         resource_attributes=resource_attributes,
         postgres=postgres,
         masking=masking,
@@ -213,7 +229,7 @@ def _configure(
             tracer=provider.get_tracer(sc.INSTRUMENTATION_NAME, __version__),
             file_processor=file_processor if trace_dir is not None else None,
             otlp_processor=attached.otlp_processor,
-            strict=strict,
+            raise_internal_errors=strict,
             postgres_processor=attached.postgres_processor,
             masker=_masker(masking),
         )

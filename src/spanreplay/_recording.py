@@ -87,7 +87,7 @@ class RecordingRun(Run):
         ctx: otel_context.Context | None = None
         try:
             config = settings()
-            self._strict = config.strict
+            self._strict = config.raise_internal_errors
             self._tracer = config.tracer
             if config.masker is not None and config.masker.enabled:
                 self._masking = config.masker.session()

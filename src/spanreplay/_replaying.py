@@ -54,11 +54,11 @@ class ReplayingRun(Run):
 
     mode = Mode.REPLAY
 
-    def __init__(self, events: EventLog, *, ignore_paths: Sequence[str] = (), strict: bool = True) -> None:
+    def __init__(self, events: EventLog, *, ignore_paths: Sequence[str] = (), require_all_steps: bool = True) -> None:
         super().__init__(events.run_id, events.run.agent)
         self.events = events
         self.engine = ReplayEngine(events, ignore_paths=ignore_paths)
-        self.strict = strict
+        self.require_all_steps = require_all_steps
         self.outcome: Outcome | None = None
         # Call ids with branch scopes came with schema 3; a run recorded before is replayed
         # as it was recorded: tasks and threads share the scope that started them.
@@ -119,7 +119,7 @@ class ReplayingRun(Run):
                     attempted=f"{type(exc).__qualname__}: {exc}",
                 ) from exc
             return
-        if self.strict:
+        if self.require_all_steps:
             try:
                 self.engine.check_finished()
             except ReplayDivergenceError:

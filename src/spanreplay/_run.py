@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -70,7 +71,8 @@ def replay(
     run_id: str | None = None,
     *,
     ignore_paths: Sequence[str] = (),
-    strict: bool = True,
+    require_all_steps: bool = True,
+    strict: bool | None = None,
 ) -> ReplayingRun:
     """Replay a recorded run: ``with spanreplay.replay("traces/", run_id) as run: ...``.
 
@@ -79,13 +81,22 @@ def replay(
         run_id: the run to replay; may be left out when the source holds one run.
         ignore_paths: JSON paths (``"messages[*].timestamp"``) left out of the
             input comparison.
-        strict: raise LeftoverEventsError when the code ends before the recording.
+        require_all_steps: raise LeftoverEventsError when the code ends before the
+            recording does (steps recorded that the replay never asked for).
+        strict: the former name of ``require_all_steps`` (deprecated).
     """
+    if strict is not None:
+        warnings.warn(
+            "replay(strict=) is now replay(require_all_steps=); strict= goes in a later release.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        require_all_steps = strict
     if isinstance(source, EventLog):
-        return ReplayingRun(source, ignore_paths=ignore_paths, strict=strict)
+        return ReplayingRun(source, ignore_paths=ignore_paths, require_all_steps=require_all_steps)
     from ._loader import load
 
-    return ReplayingRun(load(source, run_id), ignore_paths=ignore_paths, strict=strict)
+    return ReplayingRun(load(source, run_id), ignore_paths=ignore_paths, require_all_steps=require_all_steps)
 
 
 def boundary(

@@ -242,7 +242,7 @@ class CallRecorder:
         try:
             return self._compute_attributes()
         except Exception:
-            if settings().strict:
+            if settings().raise_internal_errors:
                 raise
             logger.exception("spanreplay could not compute the attributes of model call %s", self.call.call_id)
             return {}
@@ -310,7 +310,7 @@ class _Tap:
             if error is not None:
                 self.entry["stream_error"] = orjson.loads(_codec.encode_error(error))
         except Exception:
-            if settings().strict:
+            if settings().raise_internal_errors:
                 raise
             logger.exception("spanreplay could not record a response body of call %s", self.recorder.call.call_id)
         self.recorder.tap_ended(self, error)

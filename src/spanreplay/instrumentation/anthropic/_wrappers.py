@@ -87,7 +87,7 @@ def _begin(run: Run, instance: Any, request_options: Any, endpoint: str) -> tupl
             url = instance.base_url
             attributes = request_attributes(value["body"], url.host, url.port, count_tokens=endpoint == "count_tokens")
     except Exception:
-        if settings().strict:
+        if settings().raise_internal_errors:
             raise
         logger.exception("spanreplay could not read the request attributes of a call to %s", model)
     span_name = f"{sc.OPERATION_COUNT_TOKENS} {model}" if endpoint == "count_tokens" else None
@@ -187,7 +187,7 @@ def _guard(what: str, fn: Callable[[], None]) -> None:
     try:
         fn()
     except Exception:
-        if settings().strict:
+        if settings().raise_internal_errors:
             raise
         logger.exception("spanreplay could not %s; the agent continues with less telemetry", what)
 
