@@ -105,7 +105,7 @@ def test_each_trace_is_a_run_that_ends_with_its_root_span(server: MessagesAPISer
     assert set(runs) == {"A-1", "B-2"}, "two requests, two runs"
     assert runs["A-1"].status == "ok"
     assert runs["B-2"].status == "error"
-    assert runs["B-2"].error == "spanreplay.errors.TraceFailed: LookupError: order B-2 is lost"
+    assert runs["B-2"].error == "spanreplay.errors.TraceFailedError: LookupError: order B-2 is lost"
     for order, run in runs.items():
         events = spanreplay.load(tmp_path / "traces", run.run_id)
         assert [(e.kind, e.key) for e in events] == [("model", "claude-sonnet-4-6"), ("tool", "lookup_order")]
@@ -115,7 +115,7 @@ def test_each_trace_is_a_run_that_ends_with_its_root_span(server: MessagesAPISer
     a, b = runs["A-1"].run_id, runs["B-2"].run_id
     assert [line for line in stderr if line.startswith("spanreplay: run ")] == [
         f"spanreplay: run {a} ended ok; trace in traces/{a}.jsonl",
-        f"spanreplay: run {b} failed with TraceFailed; trace in traces/{b}.jsonl",
+        f"spanreplay: run {b} failed with TraceFailedError; trace in traces/{b}.jsonl",
     ]
     (alert,) = [line for line in stderr if line.startswith(f"Run {b} ")]
     command, hint = alert.split("replay it offline with: ", 1)[1].split(" (", 1)

@@ -424,3 +424,15 @@ def test_a_malformed_ignore_path_is_a_configuration_error(trace_dir: Path) -> No
     run_id = _record(lambda: search("x") and None)
     with pytest.raises(spanreplay.ConfigurationError, match="messages"):
         spanreplay.replay(trace_dir, run_id, ignore_paths=["messages[x"])
+
+
+def test_a_failure_recorded_under_a_former_type_name_is_still_reproduced() -> None:
+    with pytest.warns(DeprecationWarning, match="TraceFailed is now spanreplay.errors.TraceFailedError"):
+        former = spanreplay.errors.TraceFailed  # type: ignore[attr-defined]
+    assert former is spanreplay.errors.TraceFailedError
+    recorded = spanreplay.ErrorInfo("TraceFailed", "spanreplay.errors", "LookupError: order B-2 is lost")
+    log = spanreplay.EventLog(spanreplay.RunInfo("run_old", status="error", error=recorded), ())
+    run = spanreplay.replay(log)
+    with pytest.raises(spanreplay.errors.TraceFailedError), run:
+        raise spanreplay.errors.TraceFailedError("LookupError: order B-2 is lost")
+    assert run.outcome == "reproduced"

@@ -33,6 +33,7 @@ from .errors import (
     RecordedError,
     ReplayDivergenceError,
     SpanReplayError,
+    former_names,
 )
 from .masking import MaskingSession
 
@@ -283,7 +284,10 @@ def _same_error(recorded: ErrorInfo, exc: BaseException, message: Callable[[Base
     if isinstance(exc, RecordedError):
         # The recorded failure, served as RecordedError because its type could not be rebuilt.
         return (exc.type_name, exc.message) == (recorded.type_name, recorded.message)
-    return (type(exc).__qualname__, message(exc)) == (recorded.type_name, recorded.message)
+    name = type(exc).__qualname__
+    if recorded.type_name != name and recorded.type_name not in former_names(name):
+        return False
+    return message(exc) == recorded.message
 
 
 class JoinedReplay(Run):

@@ -11,6 +11,7 @@ Every error is a sentence that names the bad value and the way out. The tree::
     ├── PostgresError (ConnectionError)          Postgres unreachable or refusing
     ├── RecordedError                            a recorded failure whose type cannot be rebuilt
     ├── NoRunInContextError                      a boundary outside any run while a replay is open
+    ├── TraceFailedError                         how a trace-scoped run failed (recorded, not raised)
     └── ReplayDivergenceError                    the code stopped matching the recording
         ├── UnexpectedCallError                   a call the recording does not have
         ├── DifferentCallError                    a different call at that point
@@ -39,7 +40,7 @@ __all__ = [
     "RunNotFoundError",
     "SchemaVersionError",
     "SpanReplayError",
-    "TraceFailed",
+    "TraceFailedError",
     "TraceFormatError",
     "UnexpectedCallError",
     "UnservableOutputError",
@@ -268,7 +269,7 @@ class UnservableOutputError(ReplayDivergenceError):
         self.reason = reason
 
 
-class TraceFailed(SpanReplayError):
+class TraceFailedError(SpanReplayError):
     """How a run of one trace (``SPANREPLAY_RUN_SCOPE=trace``) failed: its root span ended with status ERROR.
 
     Not raised to the application: it is the failure recorded for the run. The
@@ -276,3 +277,26 @@ class TraceFailed(SpanReplayError):
     or the span's status description, so a replay whose trace fails the same way
     is seen to reproduce the recorded failure.
     """
+
+
+# Former names, kept for one release: reading one warns and gives the new class.
+_RENAMED = {"TraceFailed": "TraceFailedError"}
+
+
+def __getattr__(name: str) -> Any:
+    new = _RENAMED.get(name)
+    if new is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import warnings
+
+    warnings.warn(
+        f"spanreplay.errors.{name} is now spanreplay.errors.{new}; {name} goes in a later release.",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return globals()[new]
+
+
+def former_names(type_name: str) -> tuple[str, ...]:
+    """The names an exception type was recorded under before it was renamed (replay matches them too)."""
+    return tuple(old for old, new in _RENAMED.items() if new == type_name)

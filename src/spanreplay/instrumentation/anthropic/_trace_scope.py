@@ -31,7 +31,7 @@ from opentelemetry.trace import StatusCode
 
 from ..._alerts import launched_run, trace_location
 from ..._run import RecordingRun, ReplayingRun, Run
-from ...errors import ConfigurationError, SpanReplayError, TraceFailed
+from ...errors import ConfigurationError, SpanReplayError, TraceFailedError
 
 __all__ = ["OUTSIDE_ANY_TRACE", "RootSpanEnd", "TraceRuns", "end_run"]
 
@@ -76,7 +76,7 @@ class TraceRuns:
             run = self._runs.pop(trace_id, None)
         if run is not None:
             failure = _failure(root)
-            end_run(run, (TraceFailed, failure, None) if failure is not None else (None, None, None))
+            end_run(run, (TraceFailedError, failure, None) if failure is not None else (None, None, None))
 
     def end_all(self, exc_info: ExcInfo) -> None:
         """End every run still open (at interpreter exit: root spans that never ended, the outside run)."""
@@ -127,7 +127,7 @@ class RootSpanEnd(SpanProcessor):
         runs.end_trace(context.trace_id, span)
 
 
-def _failure(span: ReadableSpan) -> TraceFailed | None:
+def _failure(span: ReadableSpan) -> TraceFailedError | None:
     if span.status.status_code is not StatusCode.ERROR:
         return None
     for event in span.events:
@@ -135,8 +135,8 @@ def _failure(span: ReadableSpan) -> TraceFailed | None:
             kind = event.attributes.get("exception.type")
             message = event.attributes.get("exception.message", "")
             if kind:
-                return TraceFailed(f"{kind}: {message}")
-    return TraceFailed(span.status.description or f"span {span.name!r} ended with status ERROR")
+                return TraceFailedError(f"{kind}: {message}")
+    return TraceFailedError(span.status.description or f"span {span.name!r} ended with status ERROR")
 
 
 def _second_trace(trace_id: int, taken_by: int) -> str:
