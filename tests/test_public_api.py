@@ -26,3 +26,25 @@ def test_every_error_derives_from_the_one_root() -> None:
         assert issubclass(cls, spanreplay.SpanReplayError), name
     assert issubclass(spanreplay.TraceFormatError, ValueError)
     assert issubclass(spanreplay.RunNotFoundError, LookupError)
+
+
+def test_every_spanreplay_variable_is_read_in_one_module_and_listed_in_the_readme() -> None:
+    import ast
+    from pathlib import Path
+
+    from spanreplay._environment import VARIABLES
+
+    src = Path(spanreplay.__file__).parent
+    readers = []
+    for path in src.rglob("*.py"):
+        if path.name == "_environment.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            # os.environ.get("SPANREPLAY_..."), os.environ["SPANREPLAY_..."], os.getenv("SPANREPLAY_...")
+            if isinstance(node, (ast.Call, ast.Subscript)):
+                text = ast.unparse(node)
+                if ("environ" in text or "getenv" in text) and "SPANREPLAY_" in text:
+                    readers.append(f"{path.relative_to(src)}:{node.lineno}")
+    assert readers == []
+    readme = (src.parents[1] / "README.md").read_text()
+    assert [name for name in VARIABLES if f"| `{name}` |" not in readme] == []

@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
-import os
 import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -18,6 +17,7 @@ from typing import Any, Final
 import orjson
 
 from . import _semconv as sc
+from ._environment import environment
 from ._events import ErrorInfo, Event, RunInfo
 from ._spans import SpanRecord
 from .errors import PayloadIntegrityError, RecordedError, SchemaVersionError, TraceFormatError
@@ -456,12 +456,11 @@ _INPUT_REF_ATTRIBUTES: Final = frozenset(
 # Where a conversation's messages sit in an input: at its top, or in the body of a
 # request (the Anthropic instrumentor records {"body": {"messages": [...], ...}, ...}).
 _MESSAGES_PATHS: Final = (("messages",), ("body", "messages"))
-_OFF: Final = frozenset(("0", "false", "no", "off"))
 
 
 def input_refs_enabled() -> bool:
     """Whether inputs may reference the previous input's messages (``SPANREPLAY_INPUT_REFS``)."""
-    return os.environ.get(sc.INPUT_REFS_ENV, "1").strip().lower() not in _OFF
+    return environment().input_refs
 
 
 class InputHistory:

@@ -17,6 +17,7 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerPro
 
 from . import _semconv as sc
 from ._context import current_run_id
+from ._environment import environment
 from .errors import ConfigurationError
 from .exporters._file import DurableFileSpanProcessor
 from .exporters._otlp import OtlpSpanProcessor
@@ -157,7 +158,7 @@ def configure(
             strict, the OTLP variables ask for a protocol that cannot be set up.
     """
     if trace_dir is _DEFAULT_TRACE_DIR:
-        trace_dir = os.environ.get("SPANREPLAY_TRACE_DIR", "traces")
+        trace_dir = environment().trace_dir or "traces"
     if strict is not None:
         warnings.warn(
             "configure(strict=) is now configure(raise_internal_errors=); strict= goes in a later release.",
@@ -194,7 +195,7 @@ def _configure(
     make_global: bool,
 ) -> Settings:
     global _settings
-    strict = strict if strict is not None else os.environ.get("SPANREPLAY_STRICT", "").lower() in ("1", "true")
+    strict = strict if strict is not None else environment().strict
     with _lock:
         provider, created = _provider(tracer_provider, service_name, resource_attributes, make_global=make_global)
         attached = _attached.get(provider)
@@ -251,11 +252,11 @@ def settings() -> Settings:
     logger.info(
         "spanreplay: recording without configure(); using the defaults (trace files in %s). Call "
         "spanreplay.configure() at start-up to choose, or to record through your own tracer provider.",
-        os.environ.get("SPANREPLAY_TRACE_DIR", "traces"),
+        environment().trace_dir or "traces",
     )
     return _configure(
         None,
-        os.environ.get("SPANREPLAY_TRACE_DIR", "traces"),
+        environment().trace_dir or "traces",
         tracer_provider=None,
         otlp=None,
         fsync=False,
@@ -347,7 +348,7 @@ def _provider(
 def _postgres_processor(
     provider: TracerProvider, postgres: str | PostgresSpanProcessor | None, previous: PostgresSpanProcessor | None
 ) -> PostgresSpanProcessor | None:
-    if postgres is None and previous is None and not os.environ.get("SPANREPLAY_POSTGRES_DSN"):
+    if postgres is None and previous is None and not environment().postgres_dsn:
         return None  # psycopg is an optional dependency: imported only when Postgres is asked for
     from .postgres import attach
 

@@ -32,6 +32,7 @@ from typing import Any, Final
 
 import orjson
 
+from .._environment import environment
 from ..errors import ConfigurationError
 
 __all__ = [
@@ -443,7 +444,7 @@ def price_table(extra: str | os.PathLike[str] | None = None) -> PriceTable:
         ConfigurationError: the ``SPANREPLAY_PRICES`` file or ``extra`` cannot be used.
     """
     global _in_force
-    env = os.environ.get(PRICES_ENV, "").strip()
+    env = environment().prices
     with _lock:
         cached = _in_force
         generation = _generation

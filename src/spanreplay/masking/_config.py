@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Final, Literal
 
+from .._environment import environment
 from ..errors import ConfigurationError
 from ._builtin import builtin_detectors
 from ._detector import Detector
@@ -65,7 +65,7 @@ class MaskingConfig:
 
     def resolved_key(self) -> bytes | None:
         """The pseudonym key as bytes: ``key``, else ``SPANREPLAY_MASK_KEY``, else None."""
-        key = self.key if self.key is not None else os.environ.get(KEY_ENV) or None
+        key = self.key if self.key is not None else environment().mask_key
         if isinstance(key, str):
             return key.encode() if key else None
         return key or None

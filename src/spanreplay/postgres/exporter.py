@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import os
 from typing import Final
 
 from opentelemetry.sdk.trace import TracerProvider
 
+from .._environment import environment
 from .processor import PostgresExportStats, PostgresSpanProcessor
 
 __all__ = ["DSN_VARIABLE", "MODE_VARIABLE", "PostgresExportStats", "PostgresSpanProcessor", "attach"]
@@ -29,8 +29,9 @@ def attach(
     provider: kept when it is the one asked for again, otherwise silenced and
     closed (an SDK provider cannot remove a processor).
     """
-    batch = os.environ.get(MODE_VARIABLE, "").lower() in ("batch", "batched")
-    dsn = postgres if isinstance(postgres, str) else os.environ.get(DSN_VARIABLE) or None
+    env = environment()
+    batch = env.postgres_batch
+    dsn = postgres if isinstance(postgres, str) else env.postgres_dsn
     if previous is not None:
         if isinstance(postgres, PostgresSpanProcessor):
             same = postgres is previous

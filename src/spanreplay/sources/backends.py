@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import base64
 import http.client
-import os
 import re
 import time
 import urllib.error
@@ -34,6 +33,7 @@ from typing import Any, Final
 import orjson
 
 from .. import _semconv as sc
+from .._environment import environment
 from .._events import EventLog, RunSummary
 from .._spans import SpanRecord
 from ..errors import RunNotFoundError, TraceFormatError
@@ -141,12 +141,10 @@ def _positive(text: str, what: str, source: str) -> int:
 
 
 def _headers(kind: str) -> dict[str, str]:
-    prefix = f"SPANREPLAY_{kind.upper()}"
+    token, raw, variable = environment().backend(kind)
     headers: dict[str, str] = {}
-    token = os.environ.get(f"{prefix}_TOKEN", "").strip()
     if token:
         headers["Authorization"] = f"Bearer {token}"
-    raw = os.environ.get(f"{prefix}_HEADERS", "")
     for item in raw.split(","):
         if not item.strip():
             continue
@@ -154,7 +152,7 @@ def _headers(kind: str) -> dict[str, str]:
         if not sep or not name.strip():
             # The value may be a secret: name the variable and the shape, never the text.
             raise TraceFormatError(
-                f"{prefix}_HEADERS holds an entry that is not name=value; write it as "
+                f"{variable} holds an entry that is not name=value; write it as "
                 "name=value,name2=value2 (values percent-encoded)."
             )
         headers[name.strip()] = urllib.parse.unquote(value.strip())

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import importlib.metadata
 import logging
-import os
 from collections.abc import Collection, Mapping
 from typing import Any
 
@@ -28,6 +27,7 @@ from packaging.requirements import Requirement
 from wrapt import wrap_function_wrapper
 
 from ..._codec import register_error_rebuilder
+from ..._environment import environment
 from ..._run import current_run
 from . import _wrappers
 from ._errors import rebuild_anthropic_error
@@ -66,8 +66,6 @@ _WRAPS: tuple[tuple[str, str, Any], ...] = (
 )
 # Private SDK methods the wrappers call; an SDK without them cannot be instrumented.
 _NEEDED = ("_request", "_attempt_request", "_copy_and_prepare", "_sleep_for_retry", "_prepare_url")
-
-_TRUE = frozenset({"1", "true", "yes", "on"})
 
 
 def _problem() -> str | None:
@@ -128,7 +126,7 @@ class AnthropicInstrumentor(BaseInstrumentor):  # type: ignore[misc]
     def _instrument(self, **kwargs: Any) -> None:
         sdk_spans = kwargs.get("sdk_spans")
         if sdk_spans is None:
-            sdk_spans = os.environ.get("SPANREPLAY_ANTHROPIC_SDK_SPANS", "").strip().lower() in _TRUE
+            sdk_spans = environment().anthropic_sdk_spans
         _wrappers.options["sdk_spans"] = bool(sdk_spans)
         table = kwargs.get("prices")
         if table:

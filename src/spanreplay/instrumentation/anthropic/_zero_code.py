@@ -31,6 +31,7 @@ from opentelemetry.sdk.trace import TracerProvider
 
 from ..._alerts import Launch, launched_run
 from ..._config import configure
+from ..._environment import environment
 from ..._run import RecordingRun, ReplayingRun, Run, set_process_run_factory
 from ...errors import ConfigurationError, SpanReplayError
 from ._trace_scope import RootSpanEnd, TraceRuns, end_run
@@ -48,7 +49,7 @@ _root_span_end: RootSpanEnd | None = None
 
 
 def _agent_name() -> str:
-    name = os.environ.get("SPANREPLAY_AGENT") or os.environ.get("OTEL_SERVICE_NAME")
+    name = environment().agent or os.environ.get("OTEL_SERVICE_NAME")
     if name:
         return name
     script = Path(sys.argv[0]).stem if sys.argv and sys.argv[0] else ""
@@ -57,10 +58,11 @@ def _agent_name() -> str:
 
 def start_from_environment() -> None:
     """Install the process run that ``SPANREPLAY_MODE`` asks for (nothing when it is unset)."""
-    mode = os.environ.get("SPANREPLAY_MODE", "").strip().lower()
+    env = environment()
+    mode = env.mode
     if not mode or mode == "off":
         return
-    scope = os.environ.get("SPANREPLAY_RUN_SCOPE", "").strip().lower() or "process"
+    scope = env.run_scope
     error: ConfigurationError | None = None
     if scope not in ("process", "trace"):
         error = ConfigurationError(
@@ -70,7 +72,7 @@ def start_from_environment() -> None:
     elif mode == "record":
         configure()
         # A run id given for the process names one run; traces are many, so each gets its own.
-        run_id = (os.environ.get("SPANREPLAY_RUN_ID") or None) if scope == "process" else None
+        run_id = env.run_id if scope == "process" else None
         # Taken now: the program may change directory before a run ends.
         launch = Launch.of_this_process(trace_scope=scope == "trace")
 
@@ -121,13 +123,14 @@ def _install(make: Any, scope: str, *, replaying: bool) -> None:
 def _replaying_run() -> ReplayingRun:
     from ..._loader import load
 
-    source = os.environ.get("SPANREPLAY_SOURCE")
+    env = environment()
+    source = env.source
     if not source:
         raise ConfigurationError(
             "SPANREPLAY_MODE=replay needs SPANREPLAY_SOURCE, the trace file or directory to replay "
             "(and SPANREPLAY_RUN_ID when it holds more than one run)."
         )
-    return ReplayingRun(load(source, os.environ.get("SPANREPLAY_RUN_ID") or None))
+    return ReplayingRun(load(source, env.run_id))
 
 
 def _factory(make: Any) -> Any:

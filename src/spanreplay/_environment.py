@@ -1,0 +1,99 @@
+"""Every ``SPANREPLAY_*`` environment variable: read here, and nowhere else.
+
+``environment()`` reads them all, each time it is called (tests and long-running
+processes may change them), into one ``Environment``. The modules that act on a
+variable take its parsed value from there; the README's table is made from
+``VARIABLES`` and a test keeps the two in step.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Final
+
+__all__ = ["VARIABLES", "Environment", "environment"]
+
+VARIABLES: Final[Mapping[str, str]] = {
+    "SPANREPLAY_MODE": "Zero-code mode under `opentelemetry-instrument`: `record` or `replay` (unset: run live).",
+    "SPANREPLAY_RUN_SCOPE": "Zero-code: `process` (the default: the process is one run) or `trace` (a run a trace).",
+    "SPANREPLAY_RUN_ID": "Zero-code: the run id to record under (process scope) or to replay.",
+    "SPANREPLAY_SOURCE": "Zero-code replay: the trace file, directory or URL to replay from.",
+    "SPANREPLAY_AGENT": "Zero-code: the agent name of the run (else `OTEL_SERVICE_NAME`).",
+    "SPANREPLAY_TRACE_DIR": "Where trace files go when `configure()` names no `trace_dir` (default `traces`).",
+    "SPANREPLAY_STRICT": "`1` or `true`: raise spanreplay's own internal failures (`raise_internal_errors`).",
+    "SPANREPLAY_MASK_KEY": "The key for keyed pseudonyms in masking (else plain placeholders).",
+    "SPANREPLAY_INPUT_REFS": "`0`, `false`, `no` or `off`: write every model input whole, not as a reference.",
+    "SPANREPLAY_POSTGRES_DSN": "Also write every step to Postgres (`postgresql://...`).",
+    "SPANREPLAY_POSTGRES_MODE": "`batch`: commit Postgres rows in batches rather than per step.",
+    "SPANREPLAY_PRICES": "A price file (JSON or YAML) on top of the built-in model prices.",
+    "SPANREPLAY_ANTHROPIC_SDK_SPANS": "`1` or `true`: keep the Anthropic SDK's own spans beside spanreplay's.",
+    "SPANREPLAY_JAEGER_TOKEN": "A bearer token for `jaeger+http(s)://` sources.",
+    "SPANREPLAY_JAEGER_HEADERS": "Headers for `jaeger+http(s)://` sources: `name=value,name2=value2`.",
+    "SPANREPLAY_TEMPO_TOKEN": "A bearer token for `tempo+http(s)://` sources.",
+    "SPANREPLAY_TEMPO_HEADERS": "Headers for `tempo+http(s)://` sources: `name=value,name2=value2`.",
+}
+
+_TRUE: Final = frozenset(("1", "true", "yes", "on"))
+_OFF: Final = frozenset(("0", "false", "no", "off"))
+
+
+@dataclass(frozen=True, slots=True)
+class Environment:
+    """The ``SPANREPLAY_*`` variables, parsed. Text fields are None when unset or empty."""
+
+    mode: str
+    run_scope: str
+    run_id: str | None
+    source: str | None
+    agent: str | None
+    trace_dir: str | None
+    strict: bool
+    mask_key: str | None
+    input_refs: bool
+    postgres_dsn: str | None
+    postgres_batch: bool
+    prices: str
+    anthropic_sdk_spans: bool
+    jaeger_token: str
+    jaeger_headers: str
+    tempo_token: str
+    tempo_headers: str
+
+    def backend(self, kind: str) -> tuple[str, str, str]:
+        """A backend's (token, headers, name of its headers variable): kind is ``jaeger`` or ``tempo``."""
+        if kind == "jaeger":
+            return self.jaeger_token, self.jaeger_headers, "SPANREPLAY_JAEGER_HEADERS"
+        return self.tempo_token, self.tempo_headers, "SPANREPLAY_TEMPO_HEADERS"
+
+
+def environment(environ: Mapping[str, str] | None = None) -> Environment:
+    """The ``SPANREPLAY_*`` variables as they are now (or as ``environ`` holds them)."""
+    env = os.environ if environ is None else environ
+
+    def text(name: str) -> str | None:
+        return env.get(name) or None
+
+    def flag(name: str) -> bool:
+        return env.get(name, "").strip().lower() in _TRUE
+
+    return Environment(
+        mode=env.get("SPANREPLAY_MODE", "").strip().lower(),
+        run_scope=env.get("SPANREPLAY_RUN_SCOPE", "").strip().lower() or "process",
+        run_id=text("SPANREPLAY_RUN_ID"),
+        source=text("SPANREPLAY_SOURCE"),
+        agent=text("SPANREPLAY_AGENT"),
+        trace_dir=text("SPANREPLAY_TRACE_DIR"),
+        strict=env.get("SPANREPLAY_STRICT", "").lower() in ("1", "true"),
+        mask_key=text("SPANREPLAY_MASK_KEY"),
+        input_refs=env.get("SPANREPLAY_INPUT_REFS", "1").strip().lower() not in _OFF,
+        postgres_dsn=text("SPANREPLAY_POSTGRES_DSN"),
+        postgres_batch=env.get("SPANREPLAY_POSTGRES_MODE", "").lower() in ("batch", "batched"),
+        prices=env.get("SPANREPLAY_PRICES", "").strip(),
+        anthropic_sdk_spans=flag("SPANREPLAY_ANTHROPIC_SDK_SPANS"),
+        jaeger_token=env.get("SPANREPLAY_JAEGER_TOKEN", "").strip(),
+        jaeger_headers=env.get("SPANREPLAY_JAEGER_HEADERS", ""),
+        tempo_token=env.get("SPANREPLAY_TEMPO_TOKEN", "").strip(),
+        tempo_headers=env.get("SPANREPLAY_TEMPO_HEADERS", ""),
+    )
