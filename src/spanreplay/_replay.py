@@ -111,39 +111,49 @@ class ReplayEngine:
     def take(self, scope_id: str, call_id: str, kind: str, key: str, seq: int, input_json: bytes) -> Event:
         """The recorded event for this call, or the divergence error that explains why not."""
         with self._lock:
-            # The common case first: the recorded call, unchanged, next in its scope.
             event = self._by_call_id.get(call_id)
-            if (
-                event is not None
-                and event.kind == kind
-                and event.key == key
+            same_call = event is not None and event.kind == kind and event.key == key
+            # The recorded call under this id, not served yet, with the same input.
+            recorded = (
+                event
+                if event is not None
+                and same_call
                 and call_id not in self._served
-                and (event.input_json == input_json or self._same_input(event.input_json, input_json))
-            ):
+                and self._same_input(event.input_json, input_json)
+                else None
+            )
+            if recorded is not None:
+                # The common case: next in its scope, settled here without the checks below.
                 scope, index = self._position[call_id]
                 if self._cursor.get(scope, 0) == index:
                     self._cursor[scope] = index + 1
-                    self._serve(event)
-                    return event
+                    self._serve(recorded)
+                    return recorded
             try:
-                return self._take(scope_id, call_id, kind, key, seq, input_json)
+                return self._take(scope_id, call_id, kind, key, seq, input_json, event, same_call, recorded)
             except ReplayDivergenceError as error:
                 raise self._diverged(error) from None
 
-    def _take(self, scope_id: str, call_id: str, kind: str, key: str, seq: int, input_json: bytes) -> Event:
-        event = self._by_call_id.get(call_id)
-        same_call = event is not None and event.kind == kind and event.key == key
-        if (
-            event is not None
-            and same_call
-            and call_id not in self._served
-            and self._same_input(event.input_json, input_json)
-        ):
-            blocker = self._blocker(event)
+    def _take(
+        self,
+        scope_id: str,
+        call_id: str,
+        kind: str,
+        key: str,
+        seq: int,
+        input_json: bytes,
+        event: Event | None,
+        same_call: bool,
+        recorded: Event | None,
+    ) -> Event:
+        """``take()`` past its common case: ``event`` is under ``call_id``, ``recorded`` is it when it
+        matches the call; out of order, from a sibling, or the divergence error that says why not."""
+        if recorded is not None:
+            blocker = self._blocker(recorded)
             if blocker is None:
-                self._serve(event)
-                return event
-            raise self._out_of_order(blocker, event, _describe(kind, key, call_id, input_json))
+                self._serve(recorded)
+                return recorded
+            raise self._out_of_order(blocker, recorded, _describe(kind, key, call_id, input_json))
         sibling = self._sibling(scope_id, kind, key, input_json)
         if sibling is not None and event is not None and same_call:
             # The call the code made here was recorded elsewhere in this scope. Only calls that
