@@ -71,11 +71,12 @@ def install(starter: BranchStarter) -> None:
 
 
 def _enter_branch(name: str) -> Callable[[], object] | None:
-    """What sets the new branch's scope in the context the work will run in, if a run is open."""
+    """What sets the new branch's scope in the context the work will run in, if a run is open.
+
+    Callers check ``open_runs`` first, so that idle wrappers cost one comparison.
+    """
     starter = _starter
-    if open_runs <= 0 or starter is None:
-        return None
-    return starter(name)
+    return starter(name) if starter is not None else None
 
 
 def _name(fn: Any) -> str:

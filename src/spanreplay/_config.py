@@ -158,7 +158,7 @@ def configure(
             strict, the OTLP variables ask for a protocol that cannot be set up.
     """
     if trace_dir is _DEFAULT_TRACE_DIR:
-        trace_dir = environment().trace_dir or "traces"
+        trace_dir = _default_trace_dir()
     if strict is not None:
         warnings.warn(
             "configure(strict=) is now configure(raise_internal_errors=); strict= goes in a later release.",
@@ -249,14 +249,15 @@ def settings() -> Settings:
     current = _settings
     if current is not None:
         return current
+    trace_dir = _default_trace_dir()
     logger.info(
         "spanreplay: recording without configure(); using the defaults (trace files in %s). Call "
         "spanreplay.configure() at start-up to choose, or to record through your own tracer provider.",
-        environment().trace_dir or "traces",
+        trace_dir,
     )
     return _configure(
         None,
-        environment().trace_dir or "traces",
+        trace_dir,
         tracer_provider=None,
         otlp=None,
         fsync=False,
@@ -266,6 +267,11 @@ def settings() -> Settings:
         masking=None,
         make_global=False,
     )
+
+
+def _default_trace_dir() -> str:
+    """Where trace files go when no trace_dir is named: ``SPANREPLAY_TRACE_DIR``, else ``traces``."""
+    return environment().trace_dir or "traces"
 
 
 def is_configured() -> bool:

@@ -107,6 +107,12 @@ _open_lock = threading.Lock()
 _warned_unbound: set[str] = set()
 
 
+def _process_run() -> Run | None:
+    """The run opened for the whole process, when there is exactly one."""
+    with _open_lock:
+        return _process_runs[0] if len(_process_runs) == 1 else None
+
+
 def _runs_changed() -> None:
     """Tell the branch wrappers how many runs are open (called with _open_lock held)."""
     _branches.open_runs = len(_open_runs) + len(_process_runs)
@@ -128,8 +134,7 @@ def run_for_boundary(boundary: str) -> Run | None:
     run = current_run_var.get()
     if run is not None:
         return run
-    with _open_lock:
-        only = _process_runs[0] if len(_process_runs) == 1 else None
+    only = _process_run()
     if only is not None:
         return only
     factory = _process_run_factory
@@ -176,12 +181,9 @@ def _unbound(boundary: str) -> None:
 
 def _start_branch(name: str) -> Callable[[], object] | None:
     """For _branches: what sets a new task's or thread's scope, when the caller is in a run."""
-    run = current_run_var.get()
+    run = current_run_var.get() or _process_run()
     if run is None:
-        with _open_lock:
-            run = _process_runs[0] if len(_process_runs) == 1 else None
-        if run is None:
-            return None
+        return None
     if not run.branches:
         return _same_scope
     return functools.partial(current_scope_var.set, run._scope().branch(name))
