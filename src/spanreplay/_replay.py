@@ -119,7 +119,7 @@ class ReplayEngine:
                 if event is not None
                 and same_call
                 and call_id not in self._served
-                and self._same_input(event.input_json, input_json)
+                and (event.input_json == input_json or self._same_input(event.input_json, input_json))
                 else None
             )
             if recorded is not None:
