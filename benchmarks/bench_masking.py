@@ -354,9 +354,7 @@ def _machine_speed() -> Figure:
 def _first_sight(masker: Masker, payload: Any) -> None:
     """Mask ``payload`` as if each of its values were new: a masker remembers the token
     of every value it has masked, so repeats of one payload otherwise find them all."""
-    for remembered in masker._scanner._tokens:
-        remembered.clear()
-    masker._pseudonyms._cache.clear()
+    masker.forget()
     masker.mask("model", "bench", payload)
 
 

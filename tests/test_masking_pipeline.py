@@ -120,6 +120,17 @@ def test_the_same_value_under_the_same_key_gets_the_same_token() -> None:
     assert one.split()[1] == two.split()[1]  # emails compare case-insensitively
 
 
+def test_forgetting_what_was_masked_keeps_every_token_the_same() -> None:
+    masker = Masker(MaskingConfig(key="k1"))
+    payload = {"to": "jane@example.com", "card": "4111 1111 1111 1111", "note": "call +44 20 7946 0958"}
+    first = masker.mask("tool", "send", payload)
+    masker.forget()
+    again = masker.mask("tool", "send", payload)
+    assert again.value == first.value
+    assert again.value != payload
+    assert again.fired == first.fired
+
+
 def test_a_different_key_gives_a_different_token() -> None:
     one = Masker(MaskingConfig(key="k1")).scan_text("jane@example.com")[0]
     two = Masker(MaskingConfig(key="k2")).scan_text("jane@example.com")[0]

@@ -151,11 +151,21 @@ class Masker:
 
     def mask(self, kind: str, key: str, value: Any, *, part: str = "input") -> MaskResult:
         """Mask one payload of boundary ``kind``/``key``; ``part`` is input, output or error."""
-        return self._mask(kind, key, value, part, None)
+        return self.mask_payload(kind, key, value, part) or MaskResult(value)
 
     def scan_text(self, text: str) -> tuple[str, tuple[str, ...]]:
         """Run the detectors on one string: the masked string and the names that fired."""
         return self._scanner.changes([text], self._all).get(0) or (text, ())
+
+    def forget(self) -> None:
+        """Forget every value masked so far: the next payloads are masked as if seen first.
+
+        The masker remembers the token of each value it masked, so that a value seen
+        again costs a lookup; a benchmark of first sight, or a process that wants that
+        memory back, calls this. Tokens stay the same: the memory only saves work.
+        """
+        self._scanner.forget()
+        self._pseudonyms.forget()
 
     # -- internals ------------------------------------------------------------------
 
@@ -172,23 +182,41 @@ class Masker:
                 self._plans[(kind, key, part)] = plan
         return plan
 
-    def _mask(self, kind: str, key: str, value: Any, part: str, cache: StringCache | None) -> MaskResult:
+    def mask_payload(
+        self,
+        kind: str,
+        key: str,
+        value: Any,
+        part: str,
+        *,
+        encoded: bytes | None = None,
+        cache: StringCache | None = None,
+    ) -> MaskResult | None:
+        """One payload masked: the result, or None when nothing changes.
+
+        ``encoded`` is ``value`` as orjson writes it with this masker's ``default``
+        (keys in any order), when the caller has it: the gate then reads those bytes
+        instead of serializing the payload again. Most payloads end at the gate, so
+        the caller keeps its bytes and the payload is neither walked nor copied.
+        ``cache`` remembers strings already scanned (a session passes its own).
+        """
         if not self.config.enabled:
-            return MaskResult(value)
+            return None
         plan = self._plan(kind, key, part)
         active: Sequence[int] = self._all
         fields = plan.has_fields
         if not plan.path_rules:
-            try:
-                blob = orjson.dumps(value, default=self._default, option=SERIALIZE)
-            except TypeError:
-                blob = None  # the walk converts what it can and raises what it cannot
-            if blob is not None:
-                active, fields_possible = self.gate.select_payload(blob)
+            if encoded is None:
+                try:
+                    encoded = orjson.dumps(value, default=self._default, option=SERIALIZE)
+                except TypeError:
+                    encoded = None  # the walk converts what it can and raises what it cannot
+            if encoded is not None:
+                active, fields_possible = self.gate.select_payload(encoded)
                 fields = fields and fields_possible
                 if not active and not fields:
-                    return MaskResult(value)
-        return self._walked(plan, value, active, fields, cache) or MaskResult(value)
+                    return None
+        return self._walked(plan, value, active, fields, cache)
 
     def _walked(
         self, plan: Plan, value: Any, active: Sequence[int], fields: bool, cache: StringCache | None
@@ -217,7 +245,7 @@ class MaskingSession:
 
     def mask(self, kind: str, key: str, value: Any, *, part: str = "input") -> MaskResult:
         """Mask one payload of boundary ``kind``/``key``; ``part`` is input, output or error."""
-        return self.masker._mask(kind, key, value, part, self._cache)
+        return self.masker.mask_payload(kind, key, value, part, cache=self._cache) or MaskResult(value)
 
     def mask_encoded(
         self, kind: str, key: str, value: Any, encoded: bytes, *, part: str = "input"
@@ -225,25 +253,10 @@ class MaskingSession:
         """``mask()`` for a payload the caller has serialized already; None when nothing changes.
 
         ``encoded`` is ``value`` as orjson writes it with the masker's ``default``
-        (keys in any order: the span codec sorts an input's). The gate reads these
-        bytes instead of serializing the payload again, and a payload it clears is
-        answered with None, so the caller keeps its bytes: the payload is neither
-        walked nor serialized a second time. None means exactly what a ``mask()``
-        that fired nothing means.
+        (keys in any order: the span codec sorts an input's); see ``Masker.mask_payload``.
+        None means exactly what a ``mask()`` that fired nothing means.
         """
-        masker = self.masker
-        if not masker.config.enabled:
-            return None
-        plan = masker._plans.get((kind, key, part)) or masker._plan(kind, key, part)
-        if plan.path_rules:
-            return masker._walked(plan, value, masker._all, plan.has_fields, self._cache)
-        # As Masker._mask, on the caller's bytes: this runs for every payload of a run,
-        # and most end at the gate.
-        active, possible = masker.gate.select_payload(encoded)
-        fields = possible and plan.has_fields
-        if not active and not fields:
-            return None
-        return masker._walked(plan, value, active, fields, self._cache)
+        return self.masker.mask_payload(kind, key, value, part, encoded=encoded, cache=self._cache)
 
     @property
     def cached_strings(self) -> int:

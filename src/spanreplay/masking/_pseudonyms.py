@@ -63,6 +63,10 @@ class Pseudonyms:
         self._number_hashers: dict[str, hashlib.blake2b] = {}
         self._check = None if key is None else hashlib.blake2b(digest_size=8, key=key, person=b"spanreplay-check")
 
+    def forget(self) -> None:
+        """Drop every pseudonym computed so far (they are recomputed, equal, when asked again)."""
+        self._cache.clear()
+
     def __repr__(self) -> str:  # never shows the key
         return f"<Pseudonyms keyed={self.keyed}>"
 

@@ -84,6 +84,12 @@ class Scanner:
         self._remembered = tuple(memo.get for memo in self._tokens)
         self._keys: dict[str, Scanned] = {}
 
+    def forget(self) -> None:
+        """Drop the remembered token of every value found so far."""
+        for memo in self._tokens:
+            memo.clear()
+        self._keys.clear()
+
     def changes(self, texts: Sequence[str], active: Sequence[int]) -> dict[int, Scanned]:
         """The masked form of each text something fired in (by index), and the detectors
         that fired in it; the other texts are as they were."""
