@@ -7,11 +7,11 @@ occurrence of the needle to the next: lines without it are never copied, split
 or parsed. Memory holds one block plus the longest line, whatever the file's size.
 
 What is left is reading each block and searching it. From the page cache a read
-is a memory copy, and ``bytes.find`` searches at about half the speed of that
-copy, so it would cost twice the read; StringZilla's SIMD search runs at several
-times the copy's speed, so filtering costs little more than reading (about 0.7x
-a raw read's speed, see benchmarks/README.md). Mapping the file instead of
-reading it was measured slower: faulting the pages in costs more than copying them.
+is a memory copy, and ``bytes.find`` searches slower than that copy, so it would
+cost more than the read; StringZilla's SIMD search runs faster than the copy, so
+filtering costs little more than reading (the figures are in benchmarks/README.md).
+Mapping the file instead of reading it was measured slower: faulting the pages in
+costs more than copying them.
 
 Filtered lines are located by byte offset, not line number: counting the
 newlines of the skipped text would take longer than finding the needle in it.
