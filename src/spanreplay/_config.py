@@ -22,7 +22,7 @@ from ._payloads import json_default
 from .errors import ConfigurationError
 from .exporters._file import DurableFileSpanProcessor
 from .exporters._otlp import OtlpSpanProcessor
-from .exporters._otlp import resource as otlp_resource
+from .exporters._otlp_endpoint import resource as otlp_resource
 from .exporters._otlp_json import attributes_of
 from .masking import Masker, MaskingConfig, masker_for
 
