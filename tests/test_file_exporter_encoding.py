@@ -135,7 +135,7 @@ def reference_line(span: ReadableSpan) -> bytes:
     """The line the file must hold for ``span``: the reference document in its envelope."""
     scope = span.instrumentation_scope
     assert scope is not None
-    head, tail = LineEncoder._envelope(span.resource, scope.name, scope.version or "")
+    head, tail = LineEncoder._envelope(span.resource, scope.name, scope.version or "", scope.attributes)
     return head + orjson.dumps(span_dict(span)) + tail
 
 
@@ -153,7 +153,7 @@ def test_every_line_is_the_reference_line_byte_for_byte(spec: dict[str, Any]) ->
 
 
 class _Pool:
-    """Two providers (two resources), each with two tracers (two scopes), kept for every
+    """Two providers (two resources), each with four tracers (four scopes), kept for every
     example, so that spans can share all of their shape but one thing."""
 
     def __init__(self) -> None:
@@ -163,6 +163,11 @@ class _Pool:
             provider = TracerProvider(resource=Resource.create({"service.name": service}))
             provider.add_span_processor(SimpleSpanProcessor(self.exporter))
             self.tracers += [provider.get_tracer("s1", "1"), provider.get_tracer("s2")]
+            # The same name and version, told apart by their attributes only.
+            self.tracers += [
+                provider.get_tracer("s1", "1", attributes={"k": "v"}),
+                provider.get_tracer("s1", "1", attributes={"k": ("v", "w")}),
+            ]
         small = st.one_of(st.sampled_from(["x", "%d", "y\n"]), st.integers(-2, 2), st.booleans(), st.just(1.5))
         # What makes a span's shape, each drawn from a few choices.
         self.choices: dict[str, st.SearchStrategy[Any]] = {
