@@ -155,7 +155,7 @@ def test_recorded_api_errors_rebuild_from_their_payload_alone(
     server: MessagesAPIServer, trace_dir: Path, instrumented: None
 ) -> None:
     from messages_api_server import api_error
-    from spanreplay import _codec
+    from spanreplay import _error_records
 
     server.script(api_error(429, "slow down"))
     with (
@@ -164,7 +164,7 @@ def test_recorded_api_errors_rebuild_from_their_payload_alone(
     ):
         client.messages.create(model=MODEL, max_tokens=256, messages=USER)
     original = caught.value
-    rebuilt = _codec.rebuild_error(_codec.decode_error(_codec.encode_error(original)))
+    rebuilt = _error_records.rebuild_error(_error_records.decode_error(_error_records.encode_error(original)))
     assert type(rebuilt) is anthropic.RateLimitError
     assert isinstance(rebuilt, anthropic.RateLimitError)
     assert (rebuilt.status_code, rebuilt.request_id, rebuilt.body, str(rebuilt)) == (
@@ -175,7 +175,7 @@ def test_recorded_api_errors_rebuild_from_their_payload_alone(
     )
     request = anthropic._base_client.httpx2.Request("POST", "https://api.anthropic.com/v1/messages")
     for error in (anthropic.APITimeoutError(request=request), anthropic.APIConnectionError(request=request)):
-        again = _codec.rebuild_error(_codec.decode_error(_codec.encode_error(error)))
+        again = _error_records.rebuild_error(_error_records.decode_error(_error_records.encode_error(error)))
         assert type(again) is type(error)
         assert str(again) == str(error)
 

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import spanreplay
-from spanreplay import _codec
+from spanreplay import _codec, _error_records, _payloads
 from spanreplay import _semconv as sc
 from spanreplay._spans import SpanRecord
 from spanreplay.errors import PayloadIntegrityError, TraceFormatError
@@ -23,7 +23,7 @@ from spanreplay.errors import PayloadIntegrityError, TraceFormatError
 @given(st.text(), st.integers(min_value=4, max_value=64))
 def test_chunk_utf8_rejoins_to_the_text_and_never_splits_a_character(text: str, limit: int) -> None:
     data = text.encode()
-    chunks = _codec.chunk_utf8(data, limit)
+    chunks = _payloads.chunk_utf8(data, limit)
     assert "".join(chunks) == text
     for chunk in chunks:
         assert 0 < len(chunk.encode()) <= limit
@@ -32,22 +32,22 @@ def test_chunk_utf8_rejoins_to_the_text_and_never_splits_a_character(text: str, 
 @given(st.text(min_size=1))
 def test_chunk_utf8_at_the_payload_limit_keeps_every_chunk_under_it(text: str) -> None:
     data = (text * (4001 // len(text.encode()) + 1)).encode()
-    chunks = _codec.chunk_utf8(data, _codec.CHUNK_BYTES)
+    chunks = _payloads.chunk_utf8(data, _payloads.CHUNK_BYTES)
     assert "".join(chunks).encode() == data
-    assert all(len(c.encode()) <= _codec.CHUNK_BYTES for c in chunks)
+    assert all(len(c.encode()) <= _payloads.CHUNK_BYTES for c in chunks)
 
 
 def test_chunk_utf8_refuses_a_limit_below_one_character() -> None:
     with pytest.raises(ValueError, match="at least 4 bytes"):
-        _codec.chunk_utf8("€".encode(), 2)
+        _payloads.chunk_utf8("€".encode(), 2)
 
 
 def test_a_payload_at_the_threshold_is_one_string_and_above_it_an_array_of_chunks() -> None:
-    at_limit = b'"' + b"x" * (_codec.INLINE_MAX_BYTES - 2) + b'"'
-    attrs = _codec.payload_attributes(sc.INPUT, at_limit)
+    at_limit = b'"' + b"x" * (_payloads.INLINE_MAX_BYTES - 2) + b'"'
+    attrs = _payloads.payload_attributes(sc.INPUT, at_limit)
     assert isinstance(attrs[sc.INPUT], str)
     above = b'"' + "é".encode() * 1500 + b'"'
-    attrs = _codec.payload_attributes(sc.INPUT, above)
+    attrs = _payloads.payload_attributes(sc.INPUT, above)
     chunks = attrs[sc.INPUT]
     assert isinstance(chunks, tuple)
     assert len(chunks) == 2
@@ -65,9 +65,9 @@ def test_a_payload_at_the_threshold_is_one_string_and_above_it_an_array_of_chunk
     )
 )
 def test_any_json_payload_round_trips_through_the_attributes(value: Any) -> None:
-    data = _codec.encode_output(value)
-    attrs = _codec.payload_attributes(sc.OUTPUT, data)
-    back = _codec.read_payload(_as_read(attrs), sc.OUTPUT, run_id="run_x", seq=1, origin="test")
+    data = _payloads.encode_output(value)
+    attrs = _payloads.payload_attributes(sc.OUTPUT, data)
+    back = _payloads.read_payload(_as_read(attrs), sc.OUTPUT, run_id="run_x", seq=1, origin="test")
     assert back == data
     assert orjson.loads(back) == value
 
@@ -83,7 +83,7 @@ _BIG = orjson.dumps({"text": "ünïcödé " * 700})
 
 
 def _cut(how: str) -> dict[str, Any]:
-    attrs = _as_read(_codec.payload_attributes(sc.OUTPUT, _BIG))
+    attrs = _as_read(_payloads.payload_attributes(sc.OUTPUT, _BIG))
     chunks = attrs[sc.OUTPUT]
     if how == "truncate the string":
         attrs[sc.OUTPUT] = "".join(chunks)[:2048]
@@ -101,7 +101,7 @@ def _cut(how: str) -> dict[str, Any]:
 def test_a_cut_payload_raises_naming_run_seq_attribute_sizes_and_the_setting(how: str) -> None:
     attrs = _cut(how)
     with pytest.raises(PayloadIntegrityError) as caught:
-        _codec.read_payload(attrs, sc.OUTPUT, run_id="run_20260101_000000_abcdef12", seq=7, origin="t.jsonl:3")
+        _payloads.read_payload(attrs, sc.OUTPUT, run_id="run_20260101_000000_abcdef12", seq=7, origin="t.jsonl:3")
     err = caught.value
     message = str(err)
     assert "run_20260101_000000_abcdef12" in message
@@ -127,14 +127,14 @@ def _payload_bytes(value: str | list[str]) -> bytes:
 
 def test_a_changed_byte_of_the_same_length_is_reported_as_a_digest_mismatch() -> None:
     with pytest.raises(PayloadIntegrityError, match="sha256"):
-        _codec.read_payload(_cut("change a byte"), sc.OUTPUT, run_id="r", seq=1, origin="f")
+        _payloads.read_payload(_cut("change a byte"), sc.OUTPUT, run_id="r", seq=1, origin="f")
 
 
 def test_a_payload_whose_digest_was_dropped_is_not_trusted() -> None:
-    attrs = _as_read(_codec.payload_attributes(sc.OUTPUT, b'{"a":1}'))
+    attrs = _as_read(_payloads.payload_attributes(sc.OUTPUT, b'{"a":1}'))
     del attrs[sc.OUTPUT + sc.SHA256_SUFFIX]
     with pytest.raises(PayloadIntegrityError, match="seq 4"):
-        _codec.read_payload(attrs, sc.OUTPUT, run_id="r", seq=4, origin="f")
+        _payloads.read_payload(attrs, sc.OUTPUT, run_id="r", seq=4, origin="f")
 
 
 def _boundary_span(**drop: bool) -> SpanRecord:
@@ -146,8 +146,8 @@ def _boundary_span(**drop: bool) -> SpanRecord:
         sc.KEY: "search",
         sc.SCHEMA: sc.SCHEMA_VERSION,
     }
-    attrs.update(_codec.payload_attributes(sc.INPUT, b'{"q":"x"}'))
-    attrs.update(_codec.payload_attributes(sc.OUTPUT, b'["r"]'))
+    attrs.update(_payloads.payload_attributes(sc.INPUT, b'{"q":"x"}'))
+    attrs.update(_payloads.payload_attributes(sc.OUTPUT, b'["r"]'))
     for name, gone in drop.items():
         if gone:
             prefix = sc.INPUT if name == "input" else sc.OUTPUT
@@ -189,10 +189,10 @@ def test_an_unknown_schema_version_names_the_upgrade() -> None:
 
 
 def test_a_payload_of_the_wrong_type_is_a_format_error() -> None:
-    attrs = _as_read(_codec.payload_attributes(sc.OUTPUT, b"1"))
+    attrs = _as_read(_payloads.payload_attributes(sc.OUTPUT, b"1"))
     attrs[sc.OUTPUT] = 1
     with pytest.raises(TraceFormatError, match="holds int"):
-        _codec.read_payload(attrs, sc.OUTPUT, run_id="r", seq=1, origin="f")
+        _payloads.read_payload(attrs, sc.OUTPUT, run_id="r", seq=1, origin="f")
 
 
 # --- errors ------------------------------------------------------------------------
@@ -216,8 +216,8 @@ class ResponseError(Exception):
 
 
 def _round_trip(exc: BaseException) -> BaseException:
-    data = _codec.encode_error(exc)
-    return _codec.rebuild_error(_codec.decode_error(data))
+    data = _error_records.encode_error(exc)
+    return _error_records.rebuild_error(_error_records.decode_error(data))
 
 
 def test_a_builtin_error_is_rebuilt_as_its_own_type_with_its_message_and_args() -> None:
@@ -228,10 +228,10 @@ def test_a_builtin_error_is_rebuilt_as_its_own_type_with_its_message_and_args() 
 
 def test_a_custom_error_is_rebuilt_with_its_structured_fields() -> None:
     original = QuotaError("rate limited", status_code=429, retry_after=1.5)
-    info = _codec.decode_error(_codec.encode_error(original))
+    info = _error_records.decode_error(_error_records.encode_error(original))
     assert info.fields["status_code"] == 429
     assert info.module == __name__
-    rebuilt = _codec.rebuild_error(info)
+    rebuilt = _error_records.rebuild_error(info)
     assert type(rebuilt) is QuotaError
     assert str(rebuilt) == "rate limited"
     assert rebuilt.status_code == 429  # type: ignore[attr-defined]
@@ -271,7 +271,7 @@ def test_a_type_from_a_module_not_imported_at_replay_comes_back_as_recorded_erro
             "fields": {"status_code": 529},
         }
     )
-    rebuilt = _codec.rebuild_error(_codec.decode_error(data))
+    rebuilt = _error_records.rebuild_error(_error_records.decode_error(data))
     assert isinstance(rebuilt, spanreplay.RecordedError)
     assert rebuilt.fields == {"status_code": 529}
     assert "some_sdk_never_imported._exceptions.APIStatusError: overloaded" in str(rebuilt)
@@ -286,21 +286,21 @@ def test_a_registered_rebuilder_takes_precedence() -> None:
     try:
         rebuilt = _round_trip(ResponseError({"status": 503}))
     finally:
-        _codec._rebuilders.remove(rebuild)
+        _error_records._rebuilders.remove(rebuild)
     assert type(rebuilt) is ResponseError
     assert str(rebuilt) == "HTTP 503"
 
 
 def test_an_error_payload_that_is_not_the_recorded_shape_is_a_format_error() -> None:
     with pytest.raises(TraceFormatError, match=r"f\.jsonl:2"):
-        _codec.decode_error(b'["not", "an", "object"]', origin="f.jsonl:2")
+        _error_records.decode_error(b'["not", "an", "object"]', origin="f.jsonl:2")
 
 
 def test_values_json_cannot_hold_are_encoded_without_memory_addresses() -> None:
     class Opaque:
         pass
 
-    first = _codec.encode_input({"o": Opaque(), "s": {3, 1}, "b": b"\xff"})
-    second = _codec.encode_input({"b": b"\xff", "s": {1, 3}, "o": Opaque()})
+    first = _payloads.encode_input({"o": Opaque(), "s": {3, 1}, "b": b"\xff"})
+    second = _payloads.encode_input({"b": b"\xff", "s": {1, 3}, "o": Opaque()})
     assert first == second
     assert b"0x" not in first

@@ -197,11 +197,11 @@ def test_every_otlp_receiver_takes_large_messages(name: str, path: tuple[str, ..
 
 
 def test_tempo_keeps_long_attributes_and_large_traces(tempo: dict[str, Any]) -> None:
-    from spanreplay import _codec
+    from spanreplay import _payloads
 
     assert tempo["distributor"]["max_attribute_bytes"] > TEMPO_DEFAULT_ATTRIBUTE_BYTES
     # Even at the default, spanreplay's own chunks pass: they are shorter than the cut.
-    assert _codec.CHUNK_BYTES < TEMPO_DEFAULT_ATTRIBUTE_BYTES
+    assert _payloads.CHUNK_BYTES < TEMPO_DEFAULT_ATTRIBUTE_BYTES
     assert tempo["overrides"]["defaults"]["global"]["max_bytes_per_trace"] > TEMPO_DEFAULT_TRACE_BYTES
 
 

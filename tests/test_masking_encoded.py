@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from opentelemetry.sdk.trace import TracerProvider
 
 import spanreplay
-from spanreplay import _codec
+from spanreplay import _payloads
 from spanreplay import _semconv as sc
 from spanreplay.masking import FieldNames, Masker, MaskingConfig, MaskResult, hyperscan_available, mask, transform
 from test_masking_pipeline import needs_hyperscan
@@ -114,7 +114,7 @@ def ungated(masker: Masker, kind: str, key: str, value: Any, part: str) -> MaskR
 def assert_gated_as_ungated(value: Any, *, kind: str = "tool", key: str = "lookup", part: str = "input") -> None:
     for masker in MASKERS:
         expected = ungated(masker, kind, key, value, part)
-        for encoded in (_codec.encode_input(value), _codec.encode_output(value)):
+        for encoded in (_payloads.encode_input(value), _payloads.encode_output(value)):
             got = masker.session().mask_encoded(kind, key, value, encoded, part=part)
             if expected is None:
                 assert got is None, f"{masker!r} masked what the full pipeline leaves as it is"
@@ -149,14 +149,14 @@ def test_payloads_with_planted_secrets_are_masked_alike_from_their_json(
 def test_a_clean_payload_is_answered_without_a_copy(engine: str) -> None:
     masker = Masker(MaskingConfig(engine=engine))
     value = {"query": "the order shipped on monday", "limit": 10}
-    assert masker.session().mask_encoded("tool", "lookup", value, _codec.encode_input(value)) is None
+    assert masker.session().mask_encoded("tool", "lookup", value, _payloads.encode_input(value)) is None
 
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_masking_turned_off_answers_none(engine: str) -> None:
     masker = Masker(MaskingConfig(engine=engine, enabled=False))
     value = {"password": "hunter2hunter2", "email": "a@example.com"}
-    assert masker.session().mask_encoded("tool", "t", value, _codec.encode_input(value)) is None
+    assert masker.session().mask_encoded("tool", "t", value, _payloads.encode_input(value)) is None
 
 
 @needs_hyperscan
@@ -164,7 +164,7 @@ def test_a_path_rule_for_the_boundary_is_applied_whatever_the_bytes_say() -> Non
     # Path rules match places, not text: the gate cannot clear a payload they apply to.
     masker = Masker(MaskingConfig(engine="hyperscan", rules=[mask("user.name", kind="tool")]))
     value = {"user": {"name": "Ada"}}
-    result = masker.session().mask_encoded("tool", "t", value, _codec.encode_input(value))
+    result = masker.session().mask_encoded("tool", "t", value, _payloads.encode_input(value))
     assert result is not None
     assert result.fired == (("user.name", "mask:user.name"),)
 
@@ -201,8 +201,8 @@ def test_recorded_payloads_are_what_masking_then_encoding_gives(tmp_path_factory
     assert masker is not None
     masked_in = masker.mask("tool", "lookup", inp, part="input")
     masked_out = masker.mask("tool", "lookup", out, part="output")
-    assert attributes[sc.INPUT].encode() == _codec.encode_input(masked_in.value)
-    assert attributes[sc.OUTPUT].encode() == _codec.encode_output(masked_out.value)
+    assert attributes[sc.INPUT].encode() == _payloads.encode_input(masked_in.value)
+    assert attributes[sc.OUTPUT].encode() == _payloads.encode_output(masked_out.value)
     for name, result in ((sc.INPUT, masked_in), (sc.OUTPUT, masked_out)):
         recorded = attributes.get(name + sc.MASKED_SUFFIX)
         assert (None if recorded is None else orjson.loads(recorded)) == (result.fired_records() or None)

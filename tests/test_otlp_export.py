@@ -14,7 +14,7 @@ import pytest
 from opentelemetry.proto.common.v1.common_pb2 import KeyValue
 
 from otlp_receivers import GrpcReceiver, HttpReceiver, spans_in
-from spanreplay.exporters._otlp import resource
+from spanreplay.exporters._otlp_endpoint import resource
 
 SCRIPT = textwrap.dedent(
     """

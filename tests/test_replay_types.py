@@ -25,7 +25,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 import spanreplay
 import test_postgres
 from fixtures.backends import jaeger_trace, tempo_v2
-from spanreplay import _codec
+from spanreplay import _payloads
 from spanreplay import _semconv as sc
 from spanreplay._typed_registry import REGISTRY
 from spanreplay.masking import MaskingConfig, mask
@@ -328,7 +328,7 @@ def test_the_annotation_alone_rebuilds_a_recording_made_before_type_tags(trace_d
     untagged = spanreplay.EventLog(
         log.run,
         tuple(
-            dataclasses.replace(event, output_json=_codec.encode_output(value), output_types=None)
+            dataclasses.replace(event, output_json=_payloads.encode_output(value), output_types=None)
             for event, value in zip(log, recorded, strict=True)
         ),
     )

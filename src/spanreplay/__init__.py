@@ -26,8 +26,8 @@ except _metadata.PackageNotFoundError:  # running from a source tree that was no
     __version__ = "0.0.0"
 
 from ._builtins import now, random, time, uuid4
-from ._codec import register_error_rebuilder
 from ._config import Settings, configure, is_configured, reset, settings
+from ._error_records import register_error_rebuilder
 from ._events import ErrorInfo, Event, EventLog, RunInfo, RunSummary
 from ._loader import load, runs
 from ._run import Mode, RecordingRun, ReplayingRun, Run, boundary, current_run, record, replay

@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 
-from . import _codec
 from . import _semconv as sc
 from ._events import Event
+from ._payloads import encode_output, payload_attributes
 from ._runs import (
     Mode,
     Run,
@@ -118,7 +118,7 @@ class Call:
         if span is not None and output is not None:
             try:
                 output, masked = recorder.mask(self.kind, self.key, "output", output)
-                recorded = _codec.payload_attributes(sc.OUTPUT, _codec.encode_output(output))
+                recorded = payload_attributes(sc.OUTPUT, encode_output(output))
                 if masked:
                     recorded[sc.OUTPUT + sc.MASKED_SUFFIX] = masked
                 span.set_attributes(recorded)

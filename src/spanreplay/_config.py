@@ -18,10 +18,11 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerPro
 from . import _semconv as sc
 from ._context import current_run_id
 from ._environment import environment
+from ._payloads import json_default
 from .errors import ConfigurationError
 from .exporters._file import DurableFileSpanProcessor
 from .exporters._otlp import OtlpSpanProcessor
-from .exporters._otlp import resource as otlp_resource
+from .exporters._otlp_endpoint import resource as otlp_resource
 from .exporters._otlp_json import attributes_of
 from .masking import Masker, MaskingConfig, masker_for
 
@@ -313,8 +314,6 @@ def masker() -> Masker:
 
 
 def _masker(masking: MaskingConfig | bool | None) -> Masker:
-    from ._codec import _default
-
     if masking is None or masking is True:
         masking = MaskingConfig()
     elif masking is False:
@@ -324,7 +323,7 @@ def _masker(masking: MaskingConfig | bool | None) -> Masker:
             f"configure(masking={masking!r}) is not a masking setting; pass a "
             "spanreplay.masking.MaskingConfig, or True / False to turn masking on or off."
         )
-    return masker_for(masking, default=_default)
+    return masker_for(masking, default=json_default)
 
 
 def _provider(

@@ -16,11 +16,14 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
-from . import _codec, _typed
 from . import _semconv as sc
+from . import _typed
 from ._alerts import run_failed
 from ._calls import Call
 from ._config import settings
+from ._error_records import error_record
+from ._input_refs import InputHistory
+from ._payloads import add_payload, encode_input, encode_output
 from ._runs import (
     Decoder,
     Mode,
@@ -79,7 +82,7 @@ class RecordingRun(Run):
         # remembers what it masked.
         self._masking: MaskingSession | None = None
         # A model call's input repeats the conversation so far: written as a reference to the last one.
-        self._inputs = _codec.InputHistory()
+        self._inputs = InputHistory()
         # (kind, key) -> what each of its spans starts with (see _boundary).
         self._boundaries: dict[tuple[str, str], tuple[str, SpanKind, dict[str, Any]]] = {}
 
@@ -128,8 +131,8 @@ class RecordingRun(Run):
                 else:
                     attributes[sc.RUN_STATUS] = sc.RUN_STATUS_ERROR
                     attributes[sc.ERROR_TYPE] = type(exc).__qualname__
-                    record, masked = self.mask("run", self.agent, "error", _codec.error_record(exc))
-                    _codec.add_payload(attributes, sc.RUN_ERROR, _codec.encode_output(record))
+                    record, masked = self.mask("run", self.agent, "error", error_record(exc))
+                    add_payload(attributes, sc.RUN_ERROR, encode_output(record))
                     if masked:
                         attributes[sc.RUN_ERROR + sc.MASKED_SUFFIX] = masked
                     span.set_status(Status(StatusCode.ERROR, type(exc).__qualname__))
@@ -249,7 +252,7 @@ class RecordingRun(Run):
             attributes: dict[str, Any] = {**extra, **constant} if extra else constant.copy()
             attributes[sc.SEQ] = seq
             attributes[sc.CALL_ID] = call_id
-            input, data, masked = self._masked_payload(kind, key, "input", input, _codec.encode_input)
+            input, data, masked = self._masked_payload(kind, key, "input", input, encode_input)
             self._inputs.add_input(attributes, kind, key, seq, input, data)
             if masked:
                 attributes[sc.INPUT + sc.MASKED_SUFFIX] = masked
@@ -315,9 +318,9 @@ class RecordingRun(Run):
                 if unencodable:
                     _typed.report_unencodable(self, self.run_id, kind, key, unencodable)
             else:
-                part, name, value = "error", sc.ERROR, _codec.error_record(exc)
-            _, data, masked = self._masked_payload(kind, key, part, value, _codec.encode_output)
-            _codec.add_payload(attributes, name, data)
+                part, name, value = "error", sc.ERROR, error_record(exc)
+            _, data, masked = self._masked_payload(kind, key, part, value, encode_output)
+            add_payload(attributes, name, data)
             if masked:
                 attributes[name + sc.MASKED_SUFFIX] = masked
                 if types is not None:
@@ -325,7 +328,7 @@ class RecordingRun(Run):
                     # item, so that one masked item does not take its siblings' tags with it).
                     types = _typed.without_masked(_typed.to_json(result, collapse=False)[1] or "{}", masked)
             if types is not None:
-                _codec.add_payload(attributes, sc.OUTPUT_TYPES, types.encode())
+                add_payload(attributes, sc.OUTPUT_TYPES, types.encode())
             if exc is not None:
                 attributes[sc.ERROR_TYPE] = type(exc).__qualname__
             span.set_attributes(attributes)

@@ -11,11 +11,13 @@ from typing import Any, TypeVar
 
 import orjson
 
-from . import _codec, _typed_replay
 from . import _semconv as sc
+from . import _typed_replay
 from ._calls import Call
 from ._config import masker
+from ._error_records import error_record, rebuild_error
 from ._events import ErrorInfo, Event, EventLog
+from ._payloads import encode_input
 from ._replay import ReplayEngine
 from ._runs import (
     Decoder,
@@ -191,7 +193,7 @@ class ReplayingRun(Run):
         span_name: str | None = None,
         input_json: bytes | None = None,
     ) -> Call:
-        """See ``Run.begin``; ``input_json`` is ``input`` already encoded by ``_codec.encode_input``.
+        """See ``Run.begin``; ``input_json`` is ``input`` already encoded by ``_payloads.encode_input``.
 
         A caller that had to encode the input anyway (to check it) passes the bytes,
         and a large input is not encoded twice.
@@ -204,7 +206,7 @@ class ReplayingRun(Run):
         return Call(self, kind, key, call_id, seq, Scope(self, call_id, None), recorded=event)
 
     def _encoded_input(self, kind: str, key: str, input: Any, call_id: str, encoded: bytes | None = None) -> bytes:
-        data = _codec.encode_input(input) if encoded is None else encoded
+        data = encode_input(input) if encoded is None else encoded
         if self._masking is None:
             return data
         # Masking is idempotent (transform callbacks must be too): an input whose JSON is
@@ -214,11 +216,11 @@ class ReplayingRun(Run):
         if recorded is not None and recorded.input_json == data:
             # The recorded bytes themselves: the engine's own comparison is then an identity check.
             return recorded.input_json
-        return _codec.encode_input(self._masking.mask(kind, key, input, part="input").value)
+        return encode_input(self._masking.mask(kind, key, input, part="input").value)
 
     def _masked_message(self, exc: BaseException) -> str:
         """The message of ``exc`` as the recording would hold it: masked like a run error."""
-        record = _codec.error_record(exc)
+        record = error_record(exc)
         if self._masking is None:
             return str(record["message"])
         masked = self._masking.mask("run", self.agent, record, part="error").value
@@ -258,7 +260,7 @@ def _masking_mismatch(run_id: str, recorded: str, current: str) -> str:
 
 def _served(event: Event, decode: Decoder | None) -> Any:
     if event.error is not None:
-        raise _codec.rebuild_error(event.error)
+        raise rebuild_error(event.error)
     output = event.output_json
     value = None if output is None else orjson.loads(output)
     if decode is None:

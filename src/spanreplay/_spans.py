@@ -8,6 +8,7 @@ nanoseconds, attribute values are plain Python values (``str``, ``bool``,
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -97,21 +98,67 @@ class SpanRecord(msgspec.Struct, frozen=True):
 
 
 def from_sdk_span(span: ReadableSpan) -> SpanRecord:
-    """An SDK span in this process as readers yield it from a file: what the codec decodes.
+    """An SDK span in this process as readers yield it from a trace: what the codec decodes.
 
-    The exporters that decode a span before it is written (Postgres) build it here,
-    so the codec sees the same record whichever way the span came.
+    Every field is what our readers give for the same span read back from the
+    durable file or from the SDK's OTLP protobuf export (which leaves a link's
+    trace state out): ids as lowercase hex, the kind and status as OTLP numbers,
+    sequences as lists, events and links as records, the drop counts. The
+    exporters that decode a span before it is written (Postgres) build it here,
+    so the codec sees the same record whichever way the span came;
+    ``test_spans_from_sdk.py`` holds the three ways to one record.
     """
     ctx = span.get_span_context()
     assert ctx is not None  # SDK spans always carry a context
-    attributes = {k: list(v) if isinstance(v, tuple) else v for k, v in (span.attributes or {}).items()}
+    parent = span.parent
+    scope = span.instrumentation_scope
+    status = span.status
     return SpanRecord(
         trace_id=format(ctx.trace_id, "032x"),
         span_id=format(ctx.span_id, "016x"),
         name=span.name,
+        parent_span_id=format(parent.span_id, "016x") if parent is not None else None,
+        # The SDK numbers SpanKind from 0 (INTERNAL); OTLP from 1 (0 is UNSPECIFIED).
+        kind=span.kind.value + 1,
         start_ns=span.start_time or 0,
         end_ns=span.end_time or 0,
-        attributes=attributes,
-        resource=dict(span.resource.attributes),
+        attributes=_plain(span.attributes),
+        # The SDK's StatusCode values are OTLP's: UNSET 0, OK 1, ERROR 2.
+        status_code=status.status_code.value,
+        status_message=status.description or "",
+        resource=_plain(span.resource.attributes),
+        scope_name=scope.name if scope is not None else "",
+        scope_version=(scope.version or "") if scope is not None else "",
+        scope_attributes=_plain(scope.attributes) if scope is not None else {},
+        trace_state=ctx.trace_state.to_header() if ctx.trace_state else "",
+        events=tuple(
+            SpanEventRecord(
+                name=event.name,
+                time_ns=event.timestamp,
+                attributes=_plain(event.attributes),
+                dropped_attributes_count=event.dropped_attributes,
+            )
+            for event in span.events
+        ),
+        links=tuple(
+            SpanLinkRecord(
+                trace_id=format(link.context.trace_id, "032x"),
+                span_id=format(link.context.span_id, "016x"),
+                attributes=_plain(link.attributes),
+                trace_state=link.context.trace_state.to_header() if link.context.trace_state else "",
+                dropped_attributes_count=link.dropped_attributes,
+            )
+            for link in span.links
+        ),
+        dropped_attributes_count=span.dropped_attributes,
+        dropped_events_count=span.dropped_events,
+        dropped_links_count=span.dropped_links,
         origin=f"span {span.name!r}",
     )
+
+
+def _plain(attributes: Mapping[str, Any] | None) -> dict[str, Any]:
+    """SDK attributes as readers give them: the SDK keeps sequences as tuples, OTLP arrays read as lists."""
+    if not attributes:
+        return {}
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in attributes.items()}

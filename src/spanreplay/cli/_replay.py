@@ -17,7 +17,7 @@ import click
 from rich.text import Text
 
 from .. import _semconv as sc
-from .._codec import rebuild_error, register_error_rebuilder
+from .._error_records import rebuild_error, register_error_rebuilder
 from .._events import ErrorInfo, Event, EventLog
 from .._run import ReplayingRun, replay
 from ..errors import LeftoverEventsError, RecordedError, ReplayDivergenceError

@@ -28,130 +28,38 @@ the count. The SDK's own per-attempt log lines about these exports are withheld
 The durable trace file does not depend on any of this: it is written as each
 span ends, so every step is on disk whatever happens to the OTLP path, and
 ``spanreplay push`` sends it later.
+
+``_otlp_endpoint`` builds the exporter the standard variables describe;
+``_otlp_failures`` tells one failure from another and words its fix.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import socket
 import threading
 import time
 import weakref
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass, field
-from typing import Any, Final
-from urllib.parse import urlsplit
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Final
 
 from opentelemetry.context import Context
-from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
-from ..errors import ConfigurationError
+from ._otlp_endpoint import build_exporter, protocol_from_environment
+from ._otlp_failures import PUSH_HINT, cause, withholding
 
 logger = logging.getLogger("spanreplay")
 
-__all__ = ["GuardedExporter", "OtlpExportStats", "OtlpSpanProcessor", "build_exporter", "resource"]
+__all__ = ["GuardedExporter", "OtlpExportStats", "OtlpSpanProcessor"]
 
-PROTOCOLS: Final = ("grpc", "http/protobuf")
 SHUTDOWN_TIMEOUT_S: Final = 2.0
 # After a failed export the sender drops batches untried for this long, doubling up to the maximum.
 _FIRST_BACKOFF_S: Final = 1.0
 _MAX_BACKOFF_S: Final = 30.0
-DEPLOYMENT_ENVIRONMENT: Final = "deployment.environment"
-DEPLOYMENT_ENVIRONMENT_NAME: Final = "deployment.environment.name"
-_DEFAULT_SERVICE: Final = "agent"
-_PUSH_HINT: Final = (
-    "Every step is still in the local trace files; `spanreplay push traces/ --endpoint URL` sends them "
-    "once the endpoint takes spans again."
-)
-# The SDK exporters' loggers: their lines about spanreplay's exports are withheld (see _Withheld).
-_SDK_LOGGERS: Final = (
-    "opentelemetry.exporter.otlp.proto.http.trace_exporter",
-    "opentelemetry.exporter.otlp.proto.http._common",
-    "opentelemetry.exporter.otlp.common.http",
-    "opentelemetry.exporter.otlp.proto.grpc.exporter",
-    "opentelemetry.exporter.otlp.proto.grpc.trace_exporter",
-)
-
-
-def resource(service_name: str | None = None, extra: dict[str, Any] | None = None) -> Resource:
-    """The resource of a provider spanreplay creates, from the standard variables.
-
-    ``OTEL_RESOURCE_ATTRIBUTES`` and ``OTEL_SERVICE_NAME`` are read by the SDK
-    (``service.version=1.4.2,deployment.environment.name=prod``); ``service_name``
-    and ``extra`` override them; ``service.name`` falls back to ``"agent"`` rather
-    than the SDK's ``unknown_service``. The deployment environment is set under both
-    its current name (``deployment.environment.name``) and the older one that Jaeger
-    and Grafana dashboards still filter on (``deployment.environment``).
-    """
-    attributes: dict[str, Any] = dict(extra or {})
-    if service_name:
-        attributes[SERVICE_NAME] = service_name
-    created = Resource.create(attributes)
-    found = dict(created.attributes)
-    if str(found.get(SERVICE_NAME, "")).startswith("unknown_service"):
-        found[SERVICE_NAME] = _DEFAULT_SERVICE
-    environment = found.get(DEPLOYMENT_ENVIRONMENT_NAME, found.get(DEPLOYMENT_ENVIRONMENT))
-    if environment is not None:
-        found.setdefault(DEPLOYMENT_ENVIRONMENT_NAME, environment)
-        found.setdefault(DEPLOYMENT_ENVIRONMENT, environment)
-    return Resource(found, created.schema_url)
-
-
-def protocol_from_environment() -> str:
-    return (
-        os.environ.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
-        or os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL")
-        or "http/protobuf"
-    ).strip()
-
-
-def build_exporter(protocol: str | None = None, *, timeout: float | None = None) -> SpanExporter:
-    """The SDK's OTLP span exporter for ``protocol`` (default: the standard variables).
-
-    Raises:
-        ConfigurationError: a protocol the Python exporter does not speak (``http/json``).
-    """
-    protocol = protocol or protocol_from_environment()
-    if protocol == "grpc":
-        from grpc import StatusCode
-        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcExporter
-
-        # RESOURCE_EXHAUSTED is what gRPC answers to a message above the receiver's
-        # size limit: sending the same batch again cannot succeed, and retrying it
-        # would hold the sender for the whole timeout while the queue overflows.
-        # (OTLP treats it as retryable only with RetryInfo, which the SDK ignores.)
-        retryable = None
-        if not os.environ.get("OTEL_PYTHON_EXPORTER_OTLP_GRPC_RETRYABLE_ERROR_CODES"):
-            retryable = [
-                StatusCode.CANCELLED,
-                StatusCode.DEADLINE_EXCEEDED,
-                StatusCode.ABORTED,
-                StatusCode.OUT_OF_RANGE,
-                StatusCode.UNAVAILABLE,
-                StatusCode.DATA_LOSS,
-            ]
-        return GrpcExporter(timeout=timeout, retryable_error_codes=retryable)
-    if protocol == "http/protobuf":
-        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpExporter
-
-        if os.environ.get("OTEL_PYTHON_EXPORTER_OTLP_HTTP_TRACES_CREDENTIAL_PROVIDER"):
-            return HttpExporter(timeout=timeout)  # the application's own session, with its credentials
-        import requests
-
-        # The SDK logs no status once its retries run out ("due to timeout, max
-        # retries or shutdown"); a response hook keeps the status for the report.
-        session = requests.Session()
-        session.hooks["response"].append(_note_response)
-        return HttpExporter(timeout=timeout, session=session)
-    raise ConfigurationError(
-        f"OTEL_EXPORTER_OTLP_PROTOCOL={protocol!r} is not a protocol the OpenTelemetry Python exporter "
-        "speaks; set it to 'grpc' or 'http/protobuf'."
-    )
 
 
 @dataclass
@@ -168,57 +76,6 @@ class OtlpExportStats:
     exported: int = 0
     dropped: int = 0
     failed_exports: int = 0
-
-
-@dataclass
-class _Sink:
-    """What one export said about itself: the SDK's log records and the HTTP answers."""
-
-    records: list[logging.LogRecord] = field(default_factory=list)
-    answers: list[tuple[int, str]] = field(default_factory=list)
-
-
-class _Capture(threading.local):
-    sink: _Sink | None = None
-
-
-_capture = _Capture()
-
-
-class _Withheld(logging.Filter):
-    """Keeps the SDK exporter's own lines about spanreplay's exports for spanreplay's report.
-
-    Only records logged in a thread that is inside ``GuardedExporter.export`` are
-    withheld; an application's own exporters log as before.
-    """
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        sink = _capture.sink
-        if sink is None:
-            return True
-        sink.records.append(record)
-        return False
-
-
-def _note_response(response: Any, *args: Any, **kwargs: Any) -> None:
-    sink = _capture.sink
-    if sink is not None:
-        sink.answers.append((int(response.status_code), str(response.reason or "")))
-
-
-_WITHHELD = _Withheld()
-for _name in _SDK_LOGGERS:
-    logging.getLogger(_name).addFilter(_WITHHELD)
-
-
-@contextmanager
-def _withholding() -> Iterator[_Sink]:
-    sink = _Sink()
-    previous, _capture.sink = _capture.sink, sink
-    try:
-        yield sink
-    finally:
-        _capture.sink = previous
 
 
 class GuardedExporter(SpanExporter):
@@ -266,7 +123,7 @@ class GuardedExporter(SpanExporter):
             self.failed(len(spans), lambda: ("the exporter was shut down", "send spans before shutdown."), export=False)
             return SpanExportResult.FAILURE
         error: BaseException | None = None
-        with _withholding() as sink:
+        with withholding() as sink:
             try:
                 if self._stale and self._factory is not None:
                     self.inner, self._stale = self._factory(), False
@@ -284,7 +141,7 @@ class GuardedExporter(SpanExporter):
             with self._lock:
                 self._backoff = min(max(self._backoff * 2, _FIRST_BACKOFF_S), _MAX_BACKOFF_S)
                 self._retry_at = time.monotonic() + self._backoff
-            self.failed(len(spans), lambda: _cause(sink, error, self.endpoint, len(spans)))
+            self.failed(len(spans), lambda: cause(sink, error, self.endpoint, len(spans)))
         return result
 
     def ready(self) -> bool:
@@ -333,7 +190,7 @@ class GuardedExporter(SpanExporter):
             self.endpoint,
             what,
             fix,
-            _PUSH_HINT,
+            PUSH_HINT,
         )
 
     def abandon(self) -> int:
@@ -343,7 +200,7 @@ class GuardedExporter(SpanExporter):
             return self._in_flight
 
     def shutdown(self) -> None:
-        with _withholding():
+        with withholding():
             try:
                 self.inner.shutdown()
             except Exception:
@@ -351,107 +208,6 @@ class GuardedExporter(SpanExporter):
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         return True
-
-
-def _cause(sink: _Sink, error: BaseException | None, endpoint: str, count: int) -> tuple[str, str]:
-    """What went wrong, from the SDK's withheld lines and the HTTP answers, and what fixes it."""
-    if error is not None:
-        return (
-            f"the exporter raised {type(error).__name__}: {error}",
-            "this is a bug in the exporter; report it with the traceback (logged at DEBUG level).",
-        )
-    lines = [_message(r) for r in sink.records]
-    codes = {code for code, _ in sink.answers}
-    codes |= {a for r in sink.records for a in (r.args if isinstance(r.args, tuple) else ()) if type(a) is int}
-    shown = _shown(sink, lines)
-    lowered = " | ".join(lines).lower()
-    if 413 in codes or "resource_exhausted" in lowered or "exceeds max_request_size" in lowered:
-        return (
-            f"it refused a batch of {count} span(s) as too large ({shown})",
-            "raise the receiver's message limit (the Collector's otlp receiver: max_recv_msg_size_mib for gRPC, "
-            "max_request_body_size for HTTP; collector-config/ sets both to 64 MiB), or send smaller batches "
-            "with OTEL_BSP_MAX_EXPORT_BATCH_SIZE.",
-        )
-    if any(s in lowered for s in ("connection refused", "failed to connect", "failed to establish", "name or service")):
-        return _down(shown)
-    if codes & {429, 502, 503, 504} or "unavailable" in lowered or "too many requests" in lowered:
-        return (
-            f"it refused the spans as unavailable ({shown})",
-            "the Collector is shedding load (its memory_limiter, or full queues towards Jaeger or Tempo): give it "
-            "more memory, or check the backends it exports to.",
-        )
-    if "timed out" in lowered or "deadline_exceeded" in lowered or "read timeout" in lowered:
-        return _slow(shown)
-    if not codes:
-        # No answer, and the SDK's last line does not say why (its retries ran out):
-        # one connection attempt tells a dead endpoint from a silent one.
-        probed = _probe(endpoint)
-        if probed is not None:
-            return _down(probed) if "refused" in probed or "unknown" in probed else _slow(probed)
-        if "retries or shutdown" in lowered:
-            return _slow("it accepts connections but sent no answer before the export timeout")
-    return (
-        f"the export failed ({shown})",
-        "check the endpoint with OTEL_EXPORTER_OTLP_ENDPOINT and OTEL_EXPORTER_OTLP_PROTOCOL (grpc on 4317, "
-        "http/protobuf on 4318).",
-    )
-
-
-def _down(shown: str) -> tuple[str, str]:
-    return (
-        f"nothing answers there ({shown})",
-        "start the Collector (collector-config/: docker compose up -d), or point OTEL_EXPORTER_OTLP_ENDPOINT "
-        "at one that runs.",
-    )
-
-
-def _slow(shown: str) -> tuple[str, str]:
-    return (
-        f"it did not answer in time ({shown})",
-        "the Collector is overloaded or stuck: check its logs and its memory_limiter, or allow more time with "
-        "OTEL_EXPORTER_OTLP_TIMEOUT (seconds).",
-    )
-
-
-def _probe(endpoint: str, timeout: float = 0.5) -> str | None:
-    """Why a TCP connection to the endpoint fails, or None when it connects."""
-    parsed = urlsplit(endpoint if "//" in endpoint else f"//{endpoint}")
-    host = parsed.hostname
-    if not host:
-        return None
-    try:
-        port = parsed.port or (443 if parsed.scheme == "https" else 80)
-    except ValueError:
-        return None
-    try:
-        socket.create_connection((host, port), timeout=timeout).close()
-    except ConnectionRefusedError:
-        return f"connection to {host}:{port} refused"
-    except socket.gaierror:
-        return f"host {host} unknown"
-    except TimeoutError:
-        return f"no answer from {host}:{port} within {timeout:g} s"
-    except OSError as exc:
-        return f"connection to {host}:{port} failed: {exc.strerror or exc}"
-    return None
-
-
-def _message(record: logging.LogRecord) -> str:
-    try:
-        return record.getMessage()
-    except Exception:
-        return str(record.msg)
-
-
-def _shown(sink: _Sink, lines: list[str]) -> str:
-    """The most telling line: an HTTP answer, else the last line that is not the SDK's summary."""
-    if sink.answers:
-        code, reason = sink.answers[-1]
-        return f"HTTP {code} {reason}".rstrip()
-    detailed = [m for m in lines if "retries or shutdown" not in m]
-    if not lines:
-        return "no reason given"
-    return " ".join((detailed[-1] if detailed else lines[-1]).split())[:400]
 
 
 def _env_number(name: str, default: float) -> float:

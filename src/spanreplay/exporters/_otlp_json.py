@@ -144,20 +144,11 @@ def _tail(span: ReadableSpan, events: Sequence[Event], links: Sequence[Link]) ->
     if span.dropped_attributes:
         out["droppedAttributesCount"] = span.dropped_attributes
     if events:
-        out["events"] = [
-            {"timeUnixNano": str(e.timestamp), "name": e.name, "attributes": key_values(e.attributes)} for e in events
-        ]
+        out["events"] = [_event(e) for e in events]
     if span.dropped_events:
         out["droppedEventsCount"] = span.dropped_events
     if links:
-        out["links"] = [
-            {
-                "traceId": format(link.context.trace_id, "032x"),
-                "spanId": format(link.context.span_id, "016x"),
-                "attributes": key_values(link.attributes),
-            }
-            for link in links
-        ]
+        out["links"] = [_link(link) for link in links]
     if span.dropped_links:
         out["droppedLinksCount"] = span.dropped_links
     status = span.status
@@ -169,6 +160,30 @@ def _tail(span: ReadableSpan, events: Sequence[Event], links: Sequence[Link]) ->
             if status.description
             else {"code": _STATUS[status.status_code]}
         )
+    return out
+
+
+def _event(event: Event) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "timeUnixNano": str(event.timestamp),
+        "name": event.name,
+        "attributes": key_values(event.attributes),
+    }
+    if event.dropped_attributes:
+        out["droppedAttributesCount"] = event.dropped_attributes
+    return out
+
+
+def _link(link: Link) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "traceId": format(link.context.trace_id, "032x"),
+        "spanId": format(link.context.span_id, "016x"),
+    }
+    if link.context.trace_state:
+        out["traceState"] = link.context.trace_state.to_header()
+    out["attributes"] = key_values(link.attributes)
+    if link.dropped_attributes:
+        out["droppedAttributesCount"] = link.dropped_attributes
     return out
 
 
@@ -285,7 +300,7 @@ class LineEncoder:
 
     def __init__(self, limit: int = 512) -> None:
         # The resource is kept in the value so its id() cannot be reused by another object.
-        self._envelopes: dict[tuple[int, str, str], tuple[Resource, bytes, bytes]] = {}
+        self._envelopes: dict[tuple[int, str, str, tuple[Any, ...]], tuple[Resource, bytes, bytes]] = {}
         self._templates: dict[_Shape, _LineTemplate] = {}
         self._limit = limit
 
@@ -383,18 +398,30 @@ class LineEncoder:
         scope = span.instrumentation_scope
         scope_name = scope.name if scope else ""
         scope_version = (scope.version or "") if scope else ""
-        cache_key = (id(span.resource), scope_name, scope_version)
+        scope_attributes = scope.attributes if scope else None
+        # By value, not by the scope's id: the SDK makes a new scope for every get_tracer() call.
+        # Scope attributes are immutable and hold only hashable values (the SDK makes sequences tuples).
+        cache_key = (
+            id(span.resource),
+            scope_name,
+            scope_version,
+            tuple(scope_attributes.items()) if scope_attributes else (),
+        )
         envelope = self._envelopes.get(cache_key)
         if envelope is None or envelope[0] is not span.resource:
-            envelope = (span.resource, *self._envelope(span.resource, scope_name, scope_version))
+            envelope = (span.resource, *self._envelope(span.resource, scope_name, scope_version, scope_attributes))
             self._envelopes[cache_key] = envelope
         return envelope[1], envelope[2]
 
     @staticmethod
-    def _envelope(resource: Resource, scope_name: str, scope_version: str) -> tuple[bytes, bytes]:
+    def _envelope(
+        resource: Resource, scope_name: str, scope_version: str, scope_attributes: Mapping[str, Any] | None = None
+    ) -> tuple[bytes, bytes]:
         scope: dict[str, Any] = {"name": scope_name}
         if scope_version:
             scope["version"] = scope_version
+        if scope_attributes:
+            scope["attributes"] = key_values(scope_attributes)
         resource_json = orjson.dumps({"attributes": key_values(resource.attributes)})
         head = b'{"resourceSpans":[{"resource":' + resource_json
         if resource.schema_url:

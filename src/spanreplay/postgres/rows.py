@@ -15,9 +15,11 @@ from typing import Any, Final
 
 import orjson
 
-from .. import _codec
 from .. import _semconv as sc
+from .._codec import span_to_event, span_to_run
+from .._error_records import decode_error
 from .._events import Event, RunInfo
+from .._payloads import read_payload
 from .._spans import SpanRecord
 
 # JSONB rejects the escape of U+0000; such a payload keeps its text but no JSONB copy.
@@ -100,11 +102,11 @@ def _number(attributes: Mapping[str, Any], *names: str) -> Any:
 
 def step_params(span: SpanRecord) -> dict[str, Any]:
     """The ``INSERT_STEP`` parameters for one boundary span (payloads verified by the codec)."""
-    event = _codec.span_to_event(span)
+    event = span_to_event(span)
     error_json = None
     if event.error is not None:
         where = span.origin or f"span {span.span_id}"
-        error_json = _codec.read_payload(span.attributes, sc.ERROR, run_id=event.run_id, seq=event.seq, origin=where)
+        error_json = read_payload(span.attributes, sc.ERROR, run_id=event.run_id, seq=event.seq, origin=where)
     attributes = dict(event.attributes)
     if event.output_types is not None:
         # The output's type tags ride in the attributes column: the row keeps what replay needs.
@@ -139,11 +141,11 @@ def step_params(span: SpanRecord) -> dict[str, Any]:
 
 def run_params(span: SpanRecord) -> dict[str, Any]:
     """The ``UPSERT_RUN`` parameters for a run span, started (running) or ended."""
-    info = _codec.span_to_run(span)
+    info = span_to_run(span)
     error_json = None
     if info.error is not None:
         where = span.origin or f"span {span.span_id}"
-        error_json = _codec.read_payload(span.attributes, sc.RUN_ERROR, run_id=info.run_id, seq=0, origin=where)
+        error_json = read_payload(span.attributes, sc.RUN_ERROR, run_id=info.run_id, seq=0, origin=where)
     # The codec reads an unended run span as crashed; in the table it is running
     # until its end arrives, and readers turn a running run into crashed.
     status = info.status if span.ended else sc.RUN_STATUS_RUNNING
@@ -189,7 +191,7 @@ def event_from_row(row: tuple[Any, ...], origin: str) -> Event:
         key=key,
         input_json=input_text.encode(),
         output_json=None if output_text is None else output_text.encode(),
-        error=None if error_text is None else _codec.decode_error(error_text.encode(), origin=origin),
+        error=None if error_text is None else decode_error(error_text.encode(), origin=origin),
         schema_version=version,
         trace_id=trace_id,
         span_id=span_id,
@@ -210,7 +212,7 @@ def run_from_row(row: tuple[Any, ...], origin: str) -> RunInfo:
         run_id=run_id,
         agent=agent,
         status=read_status(status, end_ns),
-        error=None if error_text is None else _codec.decode_error(error_text.encode(), origin=origin),
+        error=None if error_text is None else decode_error(error_text.encode(), origin=origin),
         trace_id=trace_id or "",
         span_id=span_id,
         start_ns=start_ns or 0,

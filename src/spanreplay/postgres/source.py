@@ -14,9 +14,10 @@ from typing import Any
 
 import psycopg
 
-from .. import _codec
 from .. import _semconv as sc
+from .._error_records import decode_error
 from .._events import EventLog, RunSummary
+from .._input_refs import rebuild_inputs
 from .._spans import SpanRecord
 from ..errors import RunNotFoundError, TraceFormatError
 from ..readers import SpanReplayWarning
@@ -48,7 +49,7 @@ def _summary(row: tuple[Any, ...], dsn: str) -> RunSummary:
     error: str | None = None
     if error_text is not None:
         try:
-            error = str(_codec.decode_error(error_text.encode(), origin=f"{describe(dsn)} run {run_id}"))
+            error = str(decode_error(error_text.encode(), origin=f"{describe(dsn)} run {run_id}"))
         except TraceFormatError as exc:
             error = f"(unreadable error payload: {exc})"
     return RunSummary(
@@ -102,7 +103,7 @@ def load(dsn: str, run_id: str | None = None) -> EventLog:
             raise failure(dsn, f"read run {run_id}", exc) from None
     origin = f"{where} run {run_id}"
     info = rows.run_from_row(run_row, origin)
-    events = tuple(_codec.rebuild_inputs([rows.event_from_row(row, f"{origin} seq {row[1]}") for row in step_rows]))
+    events = tuple(rebuild_inputs([rows.event_from_row(row, f"{origin} seq {row[1]}") for row in step_rows]))
     _check_gaps(info.run_id, info.status, info.steps, [e.seq for e in events], where)
     return EventLog(info, events)
 

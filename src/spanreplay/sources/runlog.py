@@ -14,6 +14,7 @@ from typing import Final
 from .. import _codec
 from .. import _semconv as sc
 from .._events import Event, EventLog, RunInfo, RunSummary
+from .._input_refs import rebuild_inputs
 from .._spans import SpanRecord
 from ..errors import RunNotFoundError, SpanReplayError, TraceFormatError
 from ..readers import warn
@@ -126,7 +127,7 @@ def build_log(run_id: str, spans: Iterable[SpanRecord], name: str, damage: Calla
                 f"exported{damage()}.",
                 source=name,
             )
-    return EventLog(info, tuple(_codec.rebuild_inputs([event for event, _ in by_seq.values()])))
+    return EventLog(info, tuple(rebuild_inputs([event for event, _ in by_seq.values()])))
 
 
 def _shared_run_id(run_id: str, what: str, origin: str) -> TraceFormatError:

@@ -26,8 +26,8 @@ from opentelemetry.instrumentation.utils import unwrap
 from packaging.requirements import Requirement
 from wrapt import wrap_function_wrapper
 
-from ..._codec import register_error_rebuilder
 from ..._environment import environment
+from ..._error_records import register_error_rebuilder
 from ..._run import current_run
 from . import _wrappers
 from ._errors import rebuild_anthropic_error

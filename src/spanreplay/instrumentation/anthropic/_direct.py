@@ -126,7 +126,7 @@ def plain_body(instance: Any, cast_to: Any, options: Any, stream: bool) -> dict[
 
 
 def encoded(value: Any) -> bytes | None:
-    """``_codec.encode_input(value)`` when ``value`` is plain JSON data, else None.
+    """``_payloads.encode_input(value)`` when ``value`` is plain JSON data, else None.
 
     Plain JSON data is what the SDK's preparation copies unchanged, so these are
     the bytes the SDK's path would compare with the recording.

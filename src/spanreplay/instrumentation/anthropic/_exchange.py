@@ -27,9 +27,9 @@ import httpx2
 import orjson
 from anthropic import APIConnectionError, APITimeoutError
 
-from ... import _codec
 from ... import _semconv as sc
 from ..._config import settings
+from ..._error_records import decode_error, encode_error, rebuild_error
 from ..._run import Call
 from ...errors import ReplayDivergenceError
 from ._attributes import response_attributes, summarize_events
@@ -128,7 +128,7 @@ def _connection_error(exc: BaseException) -> dict[str, Any]:
     return {
         "type": "timeout" if isinstance(exc, APITimeoutError) else "connection",
         "message": str(exc),
-        "cause": orjson.loads(_codec.encode_error(cause)) if cause is not None else None,
+        "cause": orjson.loads(encode_error(cause)) if cause is not None else None,
     }
 
 
@@ -174,7 +174,7 @@ class CallRecorder:
 
     def raised(self, exc: BaseException) -> None:
         """An attempt that failed before anything was sent (a bad argument, say)."""
-        self.attempts.append({"raised": orjson.loads(_codec.encode_error(exc))})
+        self.attempts.append({"raised": orjson.loads(encode_error(exc))})
 
     # -- the call's end -----------------------------------------------------------------
 
@@ -308,7 +308,7 @@ class _Tap:
             self.entry.update(_decode_body(b"".join(self.chunks), self.entry["headers"], self._encoding))
             self.entry["end"] = how
             if error is not None:
-                self.entry["stream_error"] = orjson.loads(_codec.encode_error(error))
+                self.entry["stream_error"] = orjson.loads(encode_error(error))
         except Exception:
             if settings().raise_internal_errors:
                 raise
@@ -397,7 +397,7 @@ class _ReplayedStream(httpx2.SyncByteStream, httpx2.AsyncByteStream):
 
     def _raise(self) -> None:
         if self._error is not None:
-            raise _codec.rebuild_error(_codec.decode_error(orjson.dumps(self._error)))
+            raise rebuild_error(decode_error(orjson.dumps(self._error)))
 
     def __iter__(self) -> Iterator[bytes]:
         if self._data:
@@ -438,7 +438,7 @@ class CallReplayer:
                 raise APITimeoutError(request=request)
             raise APIConnectionError(message=str(error.get("message") or "Connection error."), request=request)
         if "raised" in attempt:
-            raise _codec.rebuild_error(_codec.decode_error(orjson.dumps(attempt["raised"])))
+            raise rebuild_error(decode_error(orjson.dumps(attempt["raised"])))
         if "raw" in attempt:
             data = str(attempt["raw"]).encode()
         elif "events" in attempt:
