@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from typing import Final
 
-# Schema version of the replay payload. Bump it when the layout below changes and
-# keep a reader adapter for every older version (see _codec.ADAPTERS).
+# Schema version of the replay payload. Bump it when the layout below changes, and
+# keep replaying every older version: the readers accept what each one wrote, and
+# behaviour a version added is gated on it (see SCHEMA_VERSION_BRANCHES).
 SCHEMA_VERSION: Final = 3
 
 INSTRUMENTATION_NAME: Final = "spanreplay"
