@@ -20,9 +20,6 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 import spanreplay
 
-FIXTURES = Path(__file__).parent / "fixtures"
-THIRD_PARTY = FIXTURES / "third_party"
-
 # Dates where arithmetic on "now" goes wrong: a window that reaches into the month
 # (or two) before, a day that is another year in local time, a day most years lack.
 EDGE_DATES = {

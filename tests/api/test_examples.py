@@ -15,9 +15,10 @@ from pathlib import Path
 import pytest
 
 import spanreplay
+from helpers.paths import REPO
 from spanreplay.cli import EXIT_DIVERGED, EXIT_OK, EXIT_REPRODUCED
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "tool_agent"
+EXAMPLE = REPO / "examples" / "tool_agent"
 README = EXAMPLE / "README.md"
 SCRIPT = Path(sys.executable).parent / "spanreplay"
 

@@ -19,9 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import spanreplay
+from helpers.paths import THIRD_PARTY
 from spanreplay.cli import EXIT_BAD_INPUT, EXIT_DIVERGED, EXIT_OK, EXIT_REPRODUCED, cli
-
-THIRD_PARTY = Path(__file__).parent / "fixtures" / "third_party"
 
 # The agent the replay tests run through --entry. SETTINGS lets a test change the
 # code's behaviour after recording, the way an edit to the agent would; CALLS

@@ -1,6 +1,6 @@
 """``spanreplay cost``: totals from the spans' own usage, outliers with their causes, and sums that reconcile.
 
-The fleet (tests/cost_recordings.py) is recorded once per module through the
+The fleet (tests/helpers/cost_recordings.py) is recorded once per module through the
 real SDK and the real recorder, then spread over several days in its files.
 """
 
@@ -30,8 +30,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import spanreplay
-from cost_recordings import HAIKU, SONNET, UNPRICED, Fleet, count_colour, read_png, record_fleet, shift_days
-from messages_api_server import MessagesAPIServer, reply, serve, text
+from helpers.cost_recordings import HAIKU, SONNET, UNPRICED, Fleet, count_colour, read_png, record_fleet, shift_days
+from helpers.messages_api_server import MessagesAPIServer, reply, serve, text
 from spanreplay.cli import cli
 from spanreplay.cost import PRICES_ENV, Usage
 from spanreplay.cost._calls import usage_of

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import spanreplay
-from messages_api_server import MessagesAPIServer, instrument, reply, serve, text
+from helpers.messages_api_server import MessagesAPIServer, instrument, reply, serve, text
 from spanreplay.cost import (
     PRICES_ENV,
     ModelPrice,

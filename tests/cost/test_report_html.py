@@ -25,8 +25,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import spanreplay
-from cost_recordings import count_colour, read_png
-from messages_api_server import MessagesAPIServer, instrument, reply, serve, text, tool_use
+from helpers.cost_recordings import count_colour, read_png
+from helpers.messages_api_server import MessagesAPIServer, instrument, reply, serve, text, tool_use
 from spanreplay.cli import cli
 from spanreplay.cost import builtin_prices
 from spanreplay.cost._html import DIVERGED_COLOR, ERROR_COLOR, KIND_COLORS, PAYLOAD_LIMIT, render_run

@@ -24,8 +24,9 @@ import yaml
 import zstandard
 
 import spanreplay
+from helpers.paths import REPO
 
-ROOT = Path(__file__).resolve().parent.parent / "collector-config"
+ROOT = REPO / "collector-config"
 YAML_FILES = sorted(p for p in ROOT.rglob("*") if p.suffix in (".yaml", ".yml"))
 
 # The component types these files use, each in the distribution that provides it.

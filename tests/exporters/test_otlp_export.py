@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from opentelemetry.proto.common.v1.common_pb2 import KeyValue
 
-from otlp_receivers import GrpcReceiver, HttpReceiver, spans_in
+from helpers.otlp_receivers import GrpcReceiver, HttpReceiver, spans_in
 from spanreplay.exporters._otlp import resource
 
 SCRIPT = textwrap.dedent(

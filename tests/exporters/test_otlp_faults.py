@@ -25,7 +25,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, Sp
 from opentelemetry.sdk.trace.sampling import Decision, StaticSampler
 
 import spanreplay
-from otlp_receivers import GrpcReceiver, HttpReceiver, closed_port
+from helpers.otlp_receivers import GrpcReceiver, HttpReceiver, closed_port
 from spanreplay.exporters._otlp import GuardedExporter, OtlpSpanProcessor
 
 STEPS = 200

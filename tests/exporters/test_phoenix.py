@@ -24,8 +24,8 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 
 import spanreplay
-from messages_api_server import MODEL, MessagesAPIServer, instrument, reply, serve, text, tool_use
-from phoenix_receiver import Phoenix, assert_same_run, phoenix_for_tests
+from helpers.messages_api_server import MODEL, MessagesAPIServer, instrument, reply, serve, text, tool_use
+from helpers.phoenix_receiver import Phoenix, assert_same_run, phoenix_for_tests
 from spanreplay.exporters._otlp import OtlpExportStats
 from spanreplay.sources import build_log
 

@@ -25,7 +25,7 @@ import anthropic
 import orjson
 
 import spanreplay
-from messages_api_server import MessagesAPIServer, reply, text, tool_use
+from helpers.messages_api_server import MessagesAPIServer, reply, text, tool_use
 
 SONNET = "claude-sonnet-4-6"
 HAIKU = "claude-haiku-4-5"

@@ -351,7 +351,7 @@ def _stop(phoenix: Phoenix) -> None:
 
 if __name__ == "__main__":
     # CI installs Phoenix ahead of the tests, so the install time shows on its own line:
-    #   python tests/phoenix_receiver.py
+    #   python tests/helpers/phoenix_receiver.py
     try:
         python, took = ensure_installed()
     except PhoenixUnavailable as exc:

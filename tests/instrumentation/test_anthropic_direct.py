@@ -27,7 +27,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import spanreplay
-from messages_api_server import (
+from helpers.messages_api_server import (
     MODEL,
     MessagesAPIServer,
     Reply,

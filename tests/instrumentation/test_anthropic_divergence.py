@@ -16,7 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import spanreplay
-from messages_api_server import MODEL, MessagesAPIServer, instrument, serve
+from helpers.messages_api_server import MODEL, MessagesAPIServer, instrument, serve
 from spanreplay.instrumentation.anthropic import AnthropicInstrumentor
 from spanreplay.instrumentation.anthropic._exchange import encode_sse, parse_sse
 
@@ -155,6 +155,7 @@ def test_recorded_api_errors_rebuild_from_their_payload_alone(
     server: MessagesAPIServer, trace_dir: Path, instrumented: None
 ) -> None:
     from messages_api_server import api_error
+
     from spanreplay import _codec
 
     server.script(api_error(429, "slow down"))

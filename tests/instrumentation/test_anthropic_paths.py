@@ -19,7 +19,7 @@ import pydantic
 import pytest
 
 import spanreplay
-from messages_api_server import (
+from helpers.messages_api_server import (
     MODEL,
     MessagesAPIServer,
     Reply,

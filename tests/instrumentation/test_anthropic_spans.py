@@ -16,7 +16,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind
 
 import spanreplay
-from messages_api_server import MODEL, MessagesAPIServer, instrument, reply, serve, text, tool_use
+from helpers.messages_api_server import MODEL, MessagesAPIServer, instrument, reply, serve, text, tool_use
 from spanreplay.instrumentation.anthropic import AnthropicInstrumentor, ModelPrice, cost_usd, set_prices
 
 server = pytest.fixture(serve, name="server")

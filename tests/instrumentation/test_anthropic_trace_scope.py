@@ -8,10 +8,10 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from test_anthropic_zero_code import _instrument_command, _instrument_env
 
 import spanreplay
-from messages_api_server import MessagesAPIServer, reply, serve, text
-from test_anthropic_zero_code import _instrument_command, _instrument_env
+from helpers.messages_api_server import MessagesAPIServer, reply, serve, text
 
 server = pytest.fixture(serve, name="server")
 

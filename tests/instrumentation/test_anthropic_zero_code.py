@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import spanreplay
-from messages_api_server import MessagesAPIServer, reply, serve, text, tool_use
+from helpers.messages_api_server import MessagesAPIServer, reply, serve, text, tool_use
 
 server = pytest.fixture(serve, name="server")
 

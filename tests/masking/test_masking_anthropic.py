@@ -15,7 +15,7 @@ import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import spanreplay
-from messages_api_server import MODEL, MessagesAPIServer, instrument, reply, serve, text, tool_use
+from helpers.messages_api_server import MODEL, MessagesAPIServer, instrument, reply, serve, text, tool_use
 
 server = pytest.fixture(serve, name="server")
 instrumented = pytest.fixture(instrument, name="instrumented")

@@ -20,13 +20,13 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from opentelemetry.sdk.trace import TracerProvider
+from test_masking_pipeline import needs_hyperscan
+from test_masking_samples import KINDS, emails, payloads_with_secrets, planted
 
 import spanreplay
 from spanreplay import _codec
 from spanreplay import _semconv as sc
 from spanreplay.masking import FieldNames, Masker, MaskingConfig, MaskResult, hyperscan_available, mask, transform
-from test_masking_pipeline import needs_hyperscan
-from test_masking_samples import KINDS, emails, payloads_with_secrets, planted
 
 ENGINES = ["python", "hyperscan"] if hyperscan_available() else ["python"]
 

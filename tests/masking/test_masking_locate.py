@@ -16,13 +16,13 @@ import string
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from test_masking_pipeline import FAST, PYTHON, needs_hyperscan
+from test_masking_samples import FILLER, planted
 
 from spanreplay.masking import Masker, MaskingConfig, RegexDetector
 from spanreplay.masking._engine import HyperscanGate
 from spanreplay.masking._hinted import hinted, hinted_detector
 from spanreplay.masking._windows import around, before_ends, unescaped
-from test_masking_pipeline import FAST, PYTHON, needs_hyperscan
-from test_masking_samples import FILLER, planted
 
 # --- the windows, against references ------------------------------------------------------------
 

@@ -12,6 +12,7 @@ import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_masking_samples import emails, payloads_with_secrets, planted
 
 from spanreplay.errors import ConfigurationError
 from spanreplay.masking import (
@@ -28,7 +29,6 @@ from spanreplay.masking import (
     mask,
     transform,
 )
-from test_masking_samples import emails, payloads_with_secrets, planted
 
 needs_hyperscan = pytest.mark.skipif(not hyperscan_available(), reason="the hyperscan package is not installed")
 

@@ -18,14 +18,14 @@ from collections.abc import Iterable
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from test_masking_pipeline import FAST, PYTHON
+from test_masking_samples import FILLER, KINDS
 
 from spanreplay.masking import Masker, MaskingConfig, Pattern, RegexDetector, format_path
 from spanreplay.masking._hinted import hinted, hinted_detector
 from spanreplay.masking._joined import join, starts_of
 from spanreplay.masking._pseudonyms import PLACEHOLDER, Pseudonyms
 from spanreplay.masking._scanner import WITHHELD
-from test_masking_pipeline import FAST, PYTHON
-from test_masking_samples import FILLER, KINDS
 
 Span = tuple[int, int]
 

@@ -7,10 +7,10 @@ from typing import Any
 
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from test_masking_rewrite import MASKERS, busy_text, reference
 
 from spanreplay.masking import FieldNames, Masker, MaskingConfig, drop, format_path, mask
 from spanreplay.masking._pseudonyms import Pseudonyms
-from test_masking_rewrite import MASKERS, busy_text, reference
 
 
 def test_a_path_rule_fires_in_document_order_after_a_string_before_it() -> None:

@@ -18,6 +18,7 @@ import pytest
 import spanreplay
 from fixtures.recordings import collector_lines, lines, record_agent, record_failing, seq_of
 from fixtures.tracedocs import document, line, span
+from helpers.paths import THIRD_PARTY
 from spanreplay import (
     EventLog,
     RunNotFoundError,
@@ -25,8 +26,6 @@ from spanreplay import (
     SpanReplayWarning,
     TraceFormatError,
 )
-
-THIRD_PARTY = Path(__file__).parent / "fixtures" / "third_party"
 
 
 def steps(log: EventLog) -> list[tuple[int, str, str]]:

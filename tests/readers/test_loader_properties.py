@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 import spanreplay
 from fixtures.garbage import JSON, dumps, mutated, time_limit
+from helpers.paths import TESTS
 from spanreplay import SpanReplayError, SpanReplayWarning
 
 PROFILE = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -40,9 +41,7 @@ RECORD = """
 
 def _record() -> dict[str, list[bytes]]:
     with tempfile.TemporaryDirectory() as tmp:
-        subprocess.run(
-            [sys.executable, "-c", textwrap.dedent(RECORD), tmp, str(Path(__file__).parent)], check=True, timeout=120
-        )
+        subprocess.run([sys.executable, "-c", textwrap.dedent(RECORD), tmp, str(TESTS)], check=True, timeout=120)
         return {p.stem: p.read_bytes().splitlines(keepends=True) for p in Path(tmp).iterdir()}
 
 

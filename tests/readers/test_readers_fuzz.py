@@ -4,7 +4,7 @@ The JSON readers have their own properties (test_readers_properties.py); these
 cover what this layer added: zstd streams, the Collector's length-prefixed
 records (protobuf, per-record zstd), Tempo's api/v2 envelope, and whatever a
 backend's HTTP API answers. atheris, when installed, drives the same checks
-from coverage (``python tests/test_readers_fuzz.py``).
+from coverage (``PYTHONPATH=tests python tests/readers/test_readers_fuzz.py``).
 """
 
 from __future__ import annotations
@@ -24,11 +24,11 @@ from hypothesis import strategies as st
 
 import spanreplay
 from fixtures.garbage import JSON, time_limit
+from helpers.paths import THIRD_PARTY
 from spanreplay import SpanReplayError, SpanReplayWarning
 from spanreplay._spans import SpanRecord
 from spanreplay.readers import iter_spans, read_file, writers
 
-THIRD_PARTY = Path(__file__).parent / "fixtures" / "third_party"
 PROFILE = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 ZSTD = b"\x28\xb5\x2f\xfd"
 # Real messages to damage: every third-party span, as the Collector's proto records.
@@ -185,7 +185,8 @@ def _fuzz_one(data: bytes) -> None:
     assert isinstance(result, (list, SpanReplayError))
 
 
-if __name__ == "__main__":  # pragma: no cover - run by hand: python tests/test_readers_fuzz.py [-runs=N]
+# Run by hand: PYTHONPATH=tests python tests/readers/test_readers_fuzz.py [-runs=N]
+if __name__ == "__main__":  # pragma: no cover
     import atheris
 
     atheris.instrument_all()  # coverage from every module already imported, spanreplay's readers among them

@@ -14,13 +14,13 @@ from hypothesis import strategies as st
 
 from fixtures.garbage import ANY_VALUE, JSON, dumps, mutated, time_limit
 from fixtures.tracedocs import document, span
+from helpers.paths import THIRD_PARTY
 from spanreplay import SpanReplayError, SpanReplayWarning
 from spanreplay._spans import SpanRecord
 from spanreplay.readers import read_file
 from spanreplay.readers._base import MalformedTrace
 from spanreplay.readers._otlp_json import any_value
 
-THIRD_PARTY = Path(__file__).parent / "fixtures" / "third_party"
 DOCS: list[Any] = [
     orjson.loads(raw)
     for path in sorted(THIRD_PARTY.rglob("*.json*"))

@@ -18,10 +18,9 @@ from hypothesis import strategies as st
 
 import spanreplay
 from fixtures.tracedocs import document, line, span, write_lines
+from helpers.paths import THIRD_PARTY
 from spanreplay import SpanReplayWarning, TraceFormatError
 from spanreplay.readers import _lines, expand, iter_spans, read_file
-
-THIRD_PARTY = Path(__file__).parent / "fixtures" / "third_party"
 
 
 def names(path: Path | str, **kwargs: bytes) -> list[str]:

@@ -14,11 +14,11 @@ import orjson
 import pytest
 
 import spanreplay
+from helpers.paths import THIRD_PARTY
 from spanreplay._spans import SpanEventRecord, SpanLinkRecord, SpanRecord
 from spanreplay.readers import iter_spans
 from spanreplay.readers._otlp_json import any_value, key_values
 
-THIRD_PARTY = Path(__file__).parent / "fixtures" / "third_party"
 ALL_FILES = sorted(p for p in THIRD_PARTY.rglob("*") if p.is_file() and p.name != "SOURCES.md")
 
 

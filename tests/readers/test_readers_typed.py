@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 from fixtures.garbage import ANY_VALUE, INT64, dumps, mutated
 from fixtures.recordings import lines, record_agent
 from fixtures.tracedocs import document, span
+from helpers.paths import THIRD_PARTY
 from spanreplay import SpanReplayError, SpanReplayWarning
 from spanreplay.readers import _otlp_json_typed, read_file
 from spanreplay.readers._base import MalformedTrace
@@ -32,7 +33,6 @@ from spanreplay.readers._otlp_json import MAX_DEPTH
 from spanreplay.readers._otlp_json_typed import line_spans
 from spanreplay.readers._sources import document_spans
 
-THIRD_PARTY = Path(__file__).parent / "fixtures" / "third_party"
 THIRD_PARTY_LINES = [
     raw
     for path in sorted(THIRD_PARTY.rglob("*.json*"))

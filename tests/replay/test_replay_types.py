@@ -18,12 +18,12 @@ from typing import Any, NamedTuple
 import orjson
 import pydantic
 import pytest
+import test_postgres
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import spanreplay
-import test_postgres
 from fixtures.backends import jaeger_trace, tempo_v2
 from spanreplay import _codec
 from spanreplay import _semconv as sc
