@@ -19,7 +19,6 @@ import threading
 import time
 import uuid
 import warnings
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -32,71 +31,11 @@ from hypothesis import strategies as st
 from opentelemetry.sdk.trace import TracerProvider
 
 import spanreplay
+from helpers.postgres import with_schema
 from spanreplay import RunNotFoundError
 
-BASE_DSN = os.environ.get("SPANREPLAY_TEST_PG_DSN", "postgresql://postgres@127.0.0.1:5432/test")
-IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 # A port nothing listens on: connections are refused at once, as from a database that is down.
 DOWN_DSN = "postgresql://postgres@127.0.0.1:1/test"
-
-
-def _unavailable(reason: str) -> None:
-    message = (
-        f"The Postgres tests cannot run: {reason}. Start the server (pg_ctlcluster ... main start) "
-        "or point SPANREPLAY_TEST_PG_DSN at one."
-    )
-    if IN_CI:
-        pytest.fail(message)
-    pytest.skip(message)
-
-
-@pytest.fixture(scope="session")
-def psycopg_installed() -> None:
-    """psycopg and psycopg_pool importable; fails in CI, skips elsewhere, when they are not."""
-    try:
-        import psycopg  # noqa: F401
-        import psycopg_pool  # noqa: F401
-    except ImportError as exc:
-        _unavailable(f"{exc.name} is not installed (pip install -e '.[test]')")
-
-
-@pytest.fixture(scope="session")
-def pg_server(psycopg_installed: None) -> str:
-    """The server's DSN; fails in CI, skips elsewhere, when it cannot be reached."""
-    import psycopg
-
-    try:
-        with psycopg.connect(BASE_DSN, connect_timeout=3):
-            pass
-    except psycopg.Error as exc:
-        _unavailable(f"{BASE_DSN} does not answer ({str(exc).strip()})")
-    return BASE_DSN
-
-
-def _with_schema(dsn: str, schema: str) -> str:
-    joiner = "&" if "?" in dsn else "?"
-    return f"{dsn}{joiner}options=-csearch_path%3D{schema}"
-
-
-@pytest.fixture
-def pg_dsn(pg_server: str) -> Iterator[str]:
-    """A DSN whose search_path is a fresh schema holding the spanreplay tables.
-
-    Tests name it before ``provider``, so the provider (and the processors writing
-    here) shuts down before the schema is dropped.
-    """
-    import psycopg
-
-    from spanreplay.postgres import upgrade
-
-    schema = f"sr_test_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(pg_server, autocommit=True) as conn:
-        conn.execute(f"CREATE SCHEMA {schema}")
-    dsn = _with_schema(pg_server, schema)
-    upgrade(dsn)
-    yield dsn
-    with psycopg.connect(pg_server, autocommit=True) as conn:
-        conn.execute(f"DROP SCHEMA {schema} CASCADE")
 
 
 def query(dsn: str, sql: str, params: Any = None) -> list[tuple[Any, ...]]:
@@ -159,7 +98,7 @@ def test_upgrade_applies_each_migration_once_even_from_several_processes_at_once
     schema = f"sr_test_{uuid.uuid4().hex[:12]}"
     with psycopg.connect(pg_server, autocommit=True) as conn:
         conn.execute(f"CREATE SCHEMA {schema}")
-    dsn = _with_schema(pg_server, schema)
+    dsn = with_schema(pg_server, schema)
     try:
         assert version(dsn) == 0
         results: list[int] = []
@@ -725,7 +664,7 @@ def test_a_database_without_the_tables_says_to_run_db_upgrade(pg_server: str) ->
 
     schema = f"sr_test_{uuid.uuid4().hex[:12]}"  # never created: an empty search_path
     with pytest.raises(PostgresError, match="spanreplay db upgrade"):
-        spanreplay.runs(_with_schema(pg_server, schema))
+        spanreplay.runs(with_schema(pg_server, schema))
 
 
 def test_recording_into_a_database_without_the_tables_logs_the_upgrade_command_once(
@@ -733,7 +672,7 @@ def test_recording_into_a_database_without_the_tables_logs_the_upgrade_command_o
 ) -> None:
     from spanreplay.postgres import PostgresSpanProcessor
 
-    dsn = _with_schema(pg_server, f"sr_test_{uuid.uuid4().hex[:12]}")  # no such schema: no tables
+    dsn = with_schema(pg_server, f"sr_test_{uuid.uuid4().hex[:12]}")  # no such schema: no tables
     processor = PostgresSpanProcessor(dsn, timeout=0.5)
     spanreplay.configure(trace_dir=tmp_path, tracer_provider=provider, raise_internal_errors=True, postgres=processor)
     caplog.set_level(logging.WARNING, logger="spanreplay")
@@ -835,7 +774,7 @@ def test_db_upgrade_on_the_command_line_creates_the_tables_and_is_safe_to_repeat
     schema = f"sr_test_{uuid.uuid4().hex[:12]}"
     with psycopg.connect(pg_server, autocommit=True) as conn:
         conn.execute(f"CREATE SCHEMA {schema}")
-    dsn = _with_schema(pg_server, schema)
+    dsn = with_schema(pg_server, schema)
     try:
         runner = CliRunner()
         before = runner.invoke(cli, ["db", "status", dsn])
@@ -907,7 +846,7 @@ def test_upgrade_brings_a_version_1_database_to_the_latest_and_keeps_its_runs(pg
     schema = f"sr_test_{uuid.uuid4().hex[:12]}"
     with psycopg.connect(pg_server, autocommit=True) as conn:
         conn.execute(f"CREATE SCHEMA {schema}")
-    dsn = _with_schema(pg_server, schema)
+    dsn = with_schema(pg_server, schema)
     try:
         # A database left at version 1 by an earlier release, holding one run.
         with psycopg.connect(dsn, autocommit=True) as conn:

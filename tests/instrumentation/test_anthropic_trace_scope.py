@@ -8,10 +8,10 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from test_anthropic_zero_code import _instrument_command, _instrument_env
 
 import spanreplay
 from helpers.messages_api_server import MessagesAPIServer, reply, serve, text
+from helpers.zero_code import instrument_command, instrument_env
 
 server = pytest.fixture(serve, name="server")
 
@@ -54,7 +54,7 @@ SERVER = textwrap.dedent(
 
 def _env(tmp_path: Path, server: MessagesAPIServer, **extra: str) -> dict[str, str]:
     return {
-        **_instrument_env(tmp_path, server),
+        **instrument_env(tmp_path, server),
         "SPANREPLAY_TRACE_DIR": str(tmp_path / "traces"),
         "SPANREPLAY_RUN_SCOPE": "trace",
         **extra,
@@ -69,7 +69,7 @@ def _replay_env(tmp_path: Path, server: MessagesAPIServer, run_id: str) -> dict[
 
 def _run(tmp_path: Path, env: dict[str, str], *orders: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [*_instrument_command(), "server.py", *orders],
+        [*instrument_command(), "server.py", *orders],
         cwd=tmp_path,
         env=env,
         capture_output=True,

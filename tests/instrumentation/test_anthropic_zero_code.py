@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import importlib.metadata
 import os
 import shlex
-import shutil
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -15,10 +12,9 @@ import pytest
 
 import spanreplay
 from helpers.messages_api_server import MessagesAPIServer, reply, serve, text, tool_use
+from helpers.zero_code import instrument_command, instrument_env
 
 server = pytest.fixture(serve, name="server")
-
-ENTRY_POINT = "spanreplay.instrumentation.anthropic:AnthropicInstrumentor"
 
 AGENT = textwrap.dedent(
     """
@@ -50,45 +46,6 @@ AGENT = textwrap.dedent(
 )
 
 
-def _instrument_command() -> list[str]:
-    found = shutil.which("opentelemetry-instrument", path=str(Path(sys.executable).parent))
-    assert found is not None, "opentelemetry-instrument is not installed next to this Python"
-    return [found, sys.executable]
-
-
-def _plugin_path(tmp_path: Path) -> str:
-    """A PYTHONPATH entry that registers the entry point when the installed metadata lacks it.
-
-    pyproject.toml declares it; an environment installed before that (editable
-    installs keep old metadata) gets the same entry point from a dist-info here.
-    """
-    registered = [ep.value for ep in importlib.metadata.entry_points(group="opentelemetry_instrumentor")]
-    if ENTRY_POINT in registered:
-        return ""
-    dist = tmp_path / "site" / "spanreplay_entry_point-0.dist-info"
-    dist.mkdir(parents=True)
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: spanreplay-entry-point\nVersion: 0\n")
-    (dist / "entry_points.txt").write_text(f"[opentelemetry_instrumentor]\nanthropic = {ENTRY_POINT}\n")
-    return str(tmp_path / "site")
-
-
-def _instrument_env(tmp_path: Path, server: MessagesAPIServer) -> dict[str, str]:
-    """The environment of an agent run under opentelemetry-instrument, spanreplay's variables left to the test."""
-    env = {
-        **os.environ,
-        # The test run's own PYTHONPATH too (a checkout's src/ ahead of an installed copy).
-        "PYTHONPATH": os.pathsep.join(p for p in (_plugin_path(tmp_path), os.environ.get("PYTHONPATH", "")) if p),
-        "AGENT_BASE_URL": server.url,
-        "AGENT_TOOL_LOG": str(tmp_path / "tools.log"),
-        "OTEL_TRACES_EXPORTER": "none",
-        "OTEL_METRICS_EXPORTER": "none",
-        "OTEL_LOGS_EXPORTER": "none",
-    }
-    for name in ("ANTHROPIC_API_KEY", "SPANREPLAY_SOURCE", "SPANREPLAY_RUN_ID", "SPANREPLAY_RUN_SCOPE"):
-        env.pop(name, None)
-    return env
-
-
 @pytest.mark.slow
 def test_opentelemetry_instrument_records_the_process_and_replays_it_offline(
     server: MessagesAPIServer, tmp_path: Path
@@ -96,10 +53,10 @@ def test_opentelemetry_instrument_records_the_process_and_replays_it_offline(
     (tmp_path / "agent.py").write_text(AGENT)
     tool_log = tmp_path / "tools.log"
     traces = tmp_path / "traces"
-    env = {**_instrument_env(tmp_path, server), "SPANREPLAY_TRACE_DIR": str(traces), "SPANREPLAY_MODE": "record"}
+    env = {**instrument_env(tmp_path, server), "SPANREPLAY_TRACE_DIR": str(traces), "SPANREPLAY_MODE": "record"}
     server.script(reply(tool_use("lookup_order", {"order_id": "A-17"}, "toolu_01")), reply(text("It shipped.")))
     recorded = subprocess.run(
-        [*_instrument_command(), "agent.py"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+        [*instrument_command(), "agent.py"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
     )
     assert recorded.returncode == 0, recorded.stderr
 
@@ -117,7 +74,7 @@ def test_opentelemetry_instrument_records_the_process_and_replays_it_offline(
     server.stop()
     replay_env = {**env, "SPANREPLAY_MODE": "replay", "SPANREPLAY_SOURCE": str(traces), "SPANREPLAY_RUN_ID": run.run_id}
     replayed = subprocess.run(
-        [*_instrument_command(), "agent.py"], cwd=tmp_path, env=replay_env, capture_output=True, text=True, timeout=120
+        [*instrument_command(), "agent.py"], cwd=tmp_path, env=replay_env, capture_output=True, text=True, timeout=120
     )
     assert replayed.returncode == 0, replayed.stderr
     assert replayed.stdout == recorded.stdout
@@ -128,9 +85,9 @@ def test_opentelemetry_instrument_records_the_process_and_replays_it_offline(
 
 def test_replay_mode_without_a_source_refuses_to_run_live(server: MessagesAPIServer, tmp_path: Path) -> None:
     (tmp_path / "agent.py").write_text(AGENT)
-    env = {**_instrument_env(tmp_path, server), "SPANREPLAY_MODE": "replay"}
+    env = {**instrument_env(tmp_path, server), "SPANREPLAY_MODE": "replay"}
     done = subprocess.run(
-        [*_instrument_command(), "agent.py"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+        [*instrument_command(), "agent.py"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
     )
     assert done.returncode != 0
     assert "SPANREPLAY_MODE=replay needs SPANREPLAY_SOURCE" in done.stderr
@@ -166,9 +123,9 @@ def test_the_alert_of_a_failed_zero_code_run_prints_the_command_that_replays_it(
 ) -> None:
     (tmp_path / "agent.py").write_text(FAILING_AGENT)
     tool_log = tmp_path / "tools.log"
-    instrument, python = _instrument_command()
+    instrument, python = instrument_command()
     # As from a shell with the environment activated: the command names both programs as typed there.
-    env = {**_instrument_env(tmp_path, server), "PATH": os.pathsep.join([str(Path(python).parent), os.environ["PATH"]])}
+    env = {**instrument_env(tmp_path, server), "PATH": os.pathsep.join([str(Path(python).parent), os.environ["PATH"]])}
     recorded = subprocess.run(
         [instrument, python, "-X", "utf8", "agent.py"],
         cwd=tmp_path,
@@ -227,9 +184,9 @@ def test_code_that_opens_its_own_runs_under_zero_code_keeps_the_entry_in_its_ale
     server: MessagesAPIServer, tmp_path: Path
 ) -> None:
     (tmp_path / "agent.py").write_text(OWN_RUNS_AGENT)
-    env = {**_instrument_env(tmp_path, server), "SPANREPLAY_MODE": "record"}
+    env = {**instrument_env(tmp_path, server), "SPANREPLAY_MODE": "record"}
     recorded = subprocess.run(
-        [*_instrument_command(), "agent.py"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+        [*instrument_command(), "agent.py"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
     )
     assert recorded.returncode == 1, recorded.stderr
     (run,) = spanreplay.runs(tmp_path / "traces")

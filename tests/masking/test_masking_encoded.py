@@ -20,10 +20,10 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from opentelemetry.sdk.trace import TracerProvider
-from test_masking_pipeline import needs_hyperscan
-from test_masking_samples import KINDS, emails, payloads_with_secrets, planted
 
 import spanreplay
+from helpers.masking_engines import needs_hyperscan
+from helpers.masking_samples import KINDS, emails, payloads_with_secrets, planted
 from spanreplay import _codec
 from spanreplay import _semconv as sc
 from spanreplay.masking import FieldNames, Masker, MaskingConfig, MaskResult, hyperscan_available, mask, transform

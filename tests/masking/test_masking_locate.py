@@ -16,9 +16,9 @@ import string
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from test_masking_pipeline import FAST, PYTHON, needs_hyperscan
-from test_masking_samples import FILLER, planted
 
+from helpers.masking_engines import FAST, PYTHON, needs_hyperscan
+from helpers.masking_samples import FILLER, planted
 from spanreplay.masking import Masker, MaskingConfig, RegexDetector
 from spanreplay.masking._engine import HyperscanGate
 from spanreplay.masking._hinted import hinted, hinted_detector

@@ -12,8 +12,9 @@ import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_masking_samples import emails, payloads_with_secrets, planted
 
+from helpers.masking_engines import FAST, PLAIN, PYTHON, TEXTS, needs_hyperscan
+from helpers.masking_samples import emails, payloads_with_secrets
 from spanreplay.errors import ConfigurationError
 from spanreplay.masking import (
     FieldNames,
@@ -30,24 +31,7 @@ from spanreplay.masking import (
     transform,
 )
 
-needs_hyperscan = pytest.mark.skipif(not hyperscan_available(), reason="the hyperscan package is not installed")
-
-PYTHON = Masker(MaskingConfig(engine="python", key="project-key"))
-FAST = Masker(MaskingConfig(engine="hyperscan", key="project-key")) if hyperscan_available() else PYTHON
-PLAIN = Masker(MaskingConfig(engine="python", key=""))
 ENGINE_NAMES = ["python", "hyperscan"] if hyperscan_available() else ["python"]
-
-# Text made of the characters detectors care about, in runs: digits, separators,
-# "@", ".", ":", hex letters, "<" and ">", "+", and fragments of real secrets.
-FRAGMENTS = st.sampled_from(
-    [
-        "0", "1", "4", "9", "12", "555", "0132", "4111", " ", "-", ".", "(", ")", "+", "@", ":", "::", "/", "_",
-        "a", "f", "x", "Z", "AK", "DE89", "GB82 WEST", "sk-", "ant-", "proj-", "eyJ", "gh", "p_", "xoxb-",
-        "Bearer ", "earer", "<", ">", "<email>", "<phone:0123abcd>", "-----BEGIN ", "PRIVATE KEY-----", "\n",
-        "é", "😀", "\x00",
-    ]
-)  # fmt: skip
-TEXTS = st.lists(FRAGMENTS | planted().map(lambda p: p[0]), max_size=40).map("".join)
 
 
 def dumped(value: Any) -> bytes:

@@ -26,9 +26,9 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from test_masking_samples import emails, payloads_with_secrets, planted
 
 import spanreplay
+from helpers.masking_samples import emails, payloads_with_secrets, planted
 from spanreplay import _semconv as sc
 from spanreplay.masking import MaskingConfig, keep
 

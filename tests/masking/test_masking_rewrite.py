@@ -1,9 +1,9 @@
-"""Findings resolved and replaced, held to a plain reference kept here.
+"""Findings resolved and replaced, held to a plain reference (helpers/masking_reference.py).
 
 The scanner resolves the findings of all of a payload's strings in one pass over
 them, sorted: it tells the strings apart by where each starts, skips findings
 that overlap one before them, leaves placeholders alone and masks a string
-again when a finding touched its neighbour. The reference below does the same
+again when a finding touched its neighbour. The reference does the same
 the plain way, one string at a time: each detector asked about the string
 itself, the findings sorted by (start, detector, end), the rules applied in a
 loop. Payloads of many strings, dense with secrets of several kinds that touch,
@@ -18,14 +18,12 @@ from collections.abc import Iterable
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from test_masking_pipeline import FAST, PYTHON
-from test_masking_samples import FILLER, KINDS
 
+from helpers.masking_engines import FAST, PYTHON
+from helpers.masking_reference import MASKERS, busy_text, reference
 from spanreplay.masking import Masker, MaskingConfig, Pattern, RegexDetector, format_path
 from spanreplay.masking._hinted import hinted, hinted_detector
 from spanreplay.masking._joined import join, starts_of
-from spanreplay.masking._pseudonyms import PLACEHOLDER, Pseudonyms
-from spanreplay.masking._scanner import WITHHELD
 
 Span = tuple[int, int]
 
@@ -70,80 +68,11 @@ OWN = [
     Bars(),
 ]
 
-MASKERS = [PYTHON, FAST] if FAST is not PYTHON else [PYTHON]
 OWN_MASKERS = [
     Masker(MaskingConfig(engine=engine, key=key, extra_detectors=OWN, field_names=()))
     for engine in (["python", "hyperscan"] if FAST is not PYTHON else ["python"])
     for key in ("project-key", "")
 ]
-
-
-def reference(masker: Masker, text: str) -> tuple[str, tuple[str, ...]]:
-    """``text`` masked the plain way: what ``Masker.scan_text`` is documented to do."""
-    if len(text) < masker.min_length:
-        return text, ()
-    masked, names, glued = _reference_pass(masker, text)
-    rescans = 0
-    while glued:
-        again, more, glued = _reference_pass(masker, masked)
-        if not more:
-            break
-        names += [name for name in more if name not in names]
-        masked = again
-        rescans += 1
-        if glued and rescans == 3:
-            return WITHHELD, tuple(names)
-    return masked, tuple(names)
-
-
-def _reference_pass(masker: Masker, text: str) -> tuple[str, list[str], bool]:
-    found = sorted((start, i, end) for i, detector in enumerate(masker.detectors) for start, end in detector(text))
-    placeholders = [m.span() for m in PLACEHOLDER.finditer(text)]
-    found = [(s, i, e) for s, i, e in found if not any(a < e and s < b for a, b in placeholders)]
-    pieces: list[str] = []
-    names: list[str] = []
-    glued = False
-    pos = 0
-    for start, i, end in found:
-        if start < pos:
-            continue
-        detector = masker.detectors[i]
-        canonical = detector.normalize(text[start:end])
-        token = Pseudonyms(masker.config.resolved_key()).token(
-            detector.name, canonical, pseudonymize=detector.pseudonymize
-        )
-        pieces += [text[pos:start], token]
-        if detector.name not in names:
-            names.append(detector.name)
-        touches_before = start > 0 and not text[start - 1].isspace()
-        touches_after = end < len(text) and not text[end].isspace()
-        glued = glued or touches_before or touches_after
-        pos = end
-    pieces.append(text[pos:])
-    return "".join(pieces), names, glued
-
-
-SECRETS = st.one_of(*KINDS.values())
-# What goes between secrets: nothing (they touch, and may overlap: a card's digits
-# run into a phone number's), spaces, punctuation, NUL, placeholders, and pieces
-# the detectors of one's own find.
-BETWEEN = st.sampled_from(
-    ["", "", " ", "  ", ",", ".", ":", "-", "\n", "\x00", "<email>", "<phone:0123abcd>", "<", ">", "x", "7", "|",
-     "||", "ab@corp", " 7123 ", "\u00a0", "é", "😀"]
-)  # fmt: skip
-
-
-@st.composite
-def busy_text(draw: st.DrawFn) -> str:
-    parts: list[str] = []
-    for _ in range(draw(st.integers(0, 8))):
-        kind = draw(st.integers(0, 3))
-        if kind == 0:
-            parts.append(draw(SECRETS))
-        elif kind == 1:
-            parts.append(draw(FILLER))
-        parts.append(draw(BETWEEN))
-    return "".join(parts)
 
 
 # Strings repeat in payloads (a tool result quoted back): some are drawn twice.

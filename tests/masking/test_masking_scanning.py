@@ -15,9 +15,9 @@ from typing import Any, Literal
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from test_masking_pipeline import FAST, PLAIN, PYTHON, TEXTS, needs_hyperscan
-from test_masking_samples import FILLER, planted
 
+from helpers.masking_engines import FAST, PLAIN, PYTHON, TEXTS, needs_hyperscan
+from helpers.masking_samples import FILLER, planted
 from spanreplay.masking import BUILTIN_DETECTORS, Masker, MaskingConfig, Pattern, RegexDetector
 from spanreplay.masking._checks import ipv6_ok
 from spanreplay.masking._hinted import hinted, hinted_detector

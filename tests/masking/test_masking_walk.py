@@ -7,8 +7,8 @@ from typing import Any
 
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from test_masking_rewrite import MASKERS, busy_text, reference
 
+from helpers.masking_reference import MASKERS, busy_text, reference
 from spanreplay.masking import FieldNames, Masker, MaskingConfig, drop, format_path, mask
 from spanreplay.masking._pseudonyms import Pseudonyms
 

@@ -18,7 +18,6 @@ from typing import Any, NamedTuple
 import orjson
 import pydantic
 import pytest
-import test_postgres
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -30,11 +29,6 @@ from spanreplay import _semconv as sc
 from spanreplay._typed_registry import REGISTRY
 from spanreplay.masking import MaskingConfig, mask
 from spanreplay.readers import iter_spans
-
-# The Postgres fixtures (the server at 127.0.0.1:5432, a fresh schema per test).
-psycopg_installed = test_postgres.psycopg_installed
-pg_server = test_postgres.pg_server
-pg_dsn = test_postgres.pg_dsn
 
 # --- the agent's types ---------------------------------------------------------------------
 
