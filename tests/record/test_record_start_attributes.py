@@ -1,8 +1,8 @@
 """The attributes a boundary span starts with: the same keys, order and values on every call.
 
 Each run keeps, per kind and key, the attributes every call of it starts with and
-copies them per call; these tests hold the copies to the dict the record path has
-always built, call after call, including extra attributes that name the same keys.
+copies them per call; these tests hold each call's span, call after call, to the
+attributes written out below by hand, including extra attributes that name the same keys.
 """
 
 from __future__ import annotations
@@ -16,24 +16,40 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 import spanreplay
 from spanreplay import _semconv as sc
 
+# Stand-ins for what each call fills in, and the attributes every call of key "k" starts with.
+RUN, SEQ, CALL = object(), object(), object()
+R, S, C = ("spanreplay.run.id", RUN), ("spanreplay.seq", SEQ), ("spanreplay.call_id", CALL)
+K, V, T = ("spanreplay.key", "k"), ("spanreplay.schema_version", 3), ("app.tenant", "acme")
+TOOL, MODEL, FETCH = ("spanreplay.kind", "tool"), ("spanreplay.kind", "model"), ("spanreplay.kind", "fetch")
+EXECUTE, TOOL_NAME = ("gen_ai.operation.name", "execute_tool"), ("gen_ai.tool.name", "k")
+
+# The names of the extra attributes each test passes (below), in the order it passes them.
+PLAIN, TENANT = (), ("app.tenant",)
+FORGED = ("spanreplay.seq", "app.tenant", "spanreplay.call_id", "gen_ai.operation.name")
+
+# Written out by hand, per kind of boundary and extra attributes.
+EXPECTED: dict[tuple[str, tuple[str, ...]], list[tuple[str, Any]]] = {
+    ("tool", PLAIN): [R, S, C, TOOL, K, V, EXECUTE, TOOL_NAME],
+    ("model", PLAIN): [R, S, C, MODEL, K, V],
+    ("fetch", PLAIN): [R, S, C, FETCH, K, V],
+    ("tool", TENANT): [T, R, S, C, TOOL, K, V, EXECUTE, TOOL_NAME],
+    ("model", TENANT): [T, R, S, C, MODEL, K, V],
+    ("fetch", TENANT): [T, R, S, C, FETCH, K, V],
+    ("tool", FORGED): [S, T, C, EXECUTE, R, TOOL, K, V, TOOL_NAME],
+    # Not a tool: the operation name is not spanreplay's to set, so the caller's stays.
+    ("model", FORGED): [S, T, C, ("gen_ai.operation.name", "other"), R, MODEL, K, V],
+    ("fetch", FORGED): [S, T, C, ("gen_ai.operation.name", "other"), R, FETCH, K, V],
+}
+SPAN_NAMES = {"tool": "execute_tool k", "model": "chat k", "fetch": "fetch k"}
+
 
 def _reference(
     run_id: str, seq: int, call_id: str, kind: str, key: str, extra: dict[str, Any]
 ) -> list[tuple[str, Any]]:
-    """The start attributes (before the input payload) as the record path wrote them before the cache."""
-    attributes: dict[str, Any] = {
-        **extra,
-        sc.RUN_ID: run_id,
-        sc.SEQ: seq,
-        sc.CALL_ID: call_id,
-        sc.KIND: kind,
-        sc.KEY: key,
-        sc.SCHEMA: sc.SCHEMA_VERSION,
-    }
-    if kind == sc.KIND_TOOL:
-        attributes[sc.GEN_AI_OPERATION_NAME] = sc.OPERATION_EXECUTE_TOOL
-        attributes[sc.GEN_AI_TOOL_NAME] = key
-    return list(attributes.items())
+    """The start attributes (before the input payload) of one call of ``key`` "k", from the table above."""
+    assert key == "k"
+    filled = {RUN: run_id, SEQ: seq, CALL: call_id}
+    return [(name, filled.get(value, value)) for name, value in EXPECTED[kind, tuple(extra)]]
 
 
 @pytest.mark.parametrize(
@@ -58,9 +74,10 @@ def test_start_attributes_match_the_reference_on_every_call(
     assert len(spans) == 3
     for n, span in enumerate(spans):
         attributes = dict(span.attributes or {})
+        # Calls of "k" take the odd seqs (1, 3, 5) and count their own call ids from 0.
         expected = _reference(run.run_id, 2 * n + 1, f"{kind}:k#{n}", kind, "k", extra)
         assert list(attributes.items())[: len(expected)] == expected
-        assert span.name == sc.boundary_span_name(kind, "k")
+        assert span.name == SPAN_NAMES[kind]
 
 
 def test_extra_attributes_of_one_call_do_not_stay_for_the_next(
