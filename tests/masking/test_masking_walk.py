@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import itertools
 from typing import Any
 
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from helpers.masking_reference import MASKERS, busy_text, reference
-from spanreplay.masking import FieldNames, Masker, MaskingConfig, drop, format_path, mask
-from spanreplay.masking._pseudonyms import Pseudonyms
+from helpers.masking_reference import MASKERS, busy_text, reference_walk
+from spanreplay.masking import Masker, MaskingConfig, drop, mask
 
 
 def test_a_path_rule_fires_in_document_order_after_a_string_before_it() -> None:
@@ -23,62 +21,6 @@ def test_a_path_rule_fires_in_document_order_after_a_string_before_it() -> None:
 
 
 # --- the walk held to a plain reference -------------------------------------------------------
-
-
-def reference_walk(masker: Masker, payload: Any) -> tuple[Any, tuple[tuple[str, str], ...]]:
-    """``payload`` masked the plain way, recursively, and what fired where, in document
-    order, each (place, rule) once: what ``Masker.mask`` is documented to do without
-    path rules."""
-    # The field-name rules as the config states them: its own, then field_names.
-    fields = [rule for rule in masker.config.rules if isinstance(rule, FieldNames)]
-    if masker.config.field_names:
-        fields.append(FieldNames(masker.config.field_names))
-    pseudonyms = Pseudonyms(masker.config.resolved_key())
-
-    def field_rule(key: str) -> tuple[FieldNames, str] | None:
-        for rule in fields:
-            name = rule.match(key)
-            if name is not None:
-                return rule, name
-        return None
-
-    fired: list[tuple[int, tuple[Any, ...], str]] = []  # place, path, rule
-    places = itertools.count()
-
-    def walk(value: Any, path: tuple[Any, ...], place: int) -> Any:
-        if type(value) is str:
-            masked, names = reference(masker, value)
-            fired.extend((place, path, name) for name in names)
-            return masked
-        if type(value) is list:
-            return [walk(item, (*path, index), next(places)) for index, item in enumerate(value)]
-        if type(value) is dict:
-            out: dict[Any, Any] = {}
-            for key, item in value.items():
-                new_key, place = key, next(places)
-                if type(key) is str:
-                    masked_key, names = reference(masker, key)
-                    if names:
-                        new_key = masked_key
-                        n = 2
-                        while new_key in out:
-                            new_key = f"{masked_key}#{n}"
-                            n += 1
-                        fired.extend((place, (*path, new_key), name) for name in names)
-                    matched = field_rule(key)
-                    if matched is not None:
-                        new = matched[0](item, matched[1], pseudonyms)
-                        if new is not item and new != item:
-                            fired.append((place, (*path, new_key), f"field:{matched[1]}"))
-                        out[new_key] = new
-                        continue
-                out[new_key] = walk(item, (*path, new_key), place)
-            return out
-        return value  # numbers, bools and null: the detectors read strings only
-
-    masked = walk(payload, (), next(places))
-    once = dict.fromkeys((place, format_path(path), rule) for place, path, rule in fired)
-    return masked, tuple((path, rule) for _, path, rule in once)
 
 
 KEYS = (
