@@ -68,7 +68,7 @@ def test_a_changed_model_raises_input_changed_naming_both_models(
 def test_more_retries_than_recorded_is_a_divergence(
     server: MessagesAPIServer, trace_dir: Path, instrumented: None
 ) -> None:
-    from messages_api_server import api_error
+    from helpers.messages_api_server import api_error
 
     server.script(api_error(529))
     with anthropic.Anthropic(base_url=server.url, api_key="test-key", max_retries=0) as client:
@@ -154,8 +154,7 @@ def test_recorded_events_survive_a_round_trip_through_sse(pairs: list[tuple[str,
 def test_recorded_api_errors_rebuild_from_their_payload_alone(
     server: MessagesAPIServer, trace_dir: Path, instrumented: None
 ) -> None:
-    from messages_api_server import api_error
-
+    from helpers.messages_api_server import api_error
     from spanreplay import _codec
 
     server.script(api_error(429, "slow down"))
@@ -184,7 +183,7 @@ def test_recorded_api_errors_rebuild_from_their_payload_alone(
 def test_a_body_in_other_bytes_than_compact_json_replays_byte_for_byte(
     server: MessagesAPIServer, trace_dir: Path, instrumented: None
 ) -> None:
-    from messages_api_server import Reply, message, text
+    from helpers.messages_api_server import Reply, message, text
 
     spaced = message(text("Spaced out."))
     server.default = lambda body: Reply(body=spaced)

@@ -286,7 +286,7 @@ class Path:
 
 
 def _stream_error_events() -> list[Reply]:
-    from messages_api_server import message, stream_events
+    from helpers.messages_api_server import message, stream_events
 
     events = stream_events(message(text("partial answer")))[:4]
     events.append(("error", {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}))
