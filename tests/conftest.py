@@ -1,5 +1,7 @@
 """Shared fixtures: every test records into its own directory through its own provider.
 
+The Postgres fixtures (``pg_server``, ``pg_dsn``) are in helpers/postgres.py.
+
 ``edge_date_now`` moves the clock for tests whose outcome depends on the date.
 """
 
@@ -20,8 +22,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 import spanreplay
 
-FIXTURES = Path(__file__).parent / "fixtures"
-THIRD_PARTY = FIXTURES / "third_party"
+# Fixtures more than one folder's tests ask for, kept in modules of their own.
+pytest_plugins = ["helpers.postgres"]
 
 # Dates where arithmetic on "now" goes wrong: a window that reaches into the month
 # (or two) before, a day that is another year in local time, a day most years lack.

@@ -94,7 +94,7 @@ def attributes_of(span: ReadableSpan) -> Mapping[str, Any]:
     absent keys costs more than the rest of writing a boundary span. The SDK's
     span keeps the attributes in a plain dict (``_attributes._dict``), read here
     and only read. An SDK that stores them otherwise gets the public property;
-    ``tests/test_file_exporter_encoding.py`` fails when the SDK's own spans stop
+    ``tests/exporters/test_file_exporter_encoding.py`` fails when the SDK's own spans stop
     taking the fast read, so a change shows in CI rather than as a slowdown.
     """
     stored = getattr(getattr(span, "_attributes", None), "_dict", None)
