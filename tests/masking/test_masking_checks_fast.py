@@ -177,7 +177,8 @@ def spans_reference(pattern: Pattern, text: str, windows: Sequence[tuple[int, in
                 span = (start, end) if pattern.refine is None else pattern.refine(text, start, end)
                 if span is not None:
                     found.append(span)
-                    last = pos = after
+                    # A refine that kept the start of a match leaves the rest to search.
+                    last = pos = span[1] if span[1] > at else after
                     continue
             pos = at + 1
     return found
@@ -401,10 +402,29 @@ def test_ssn_ok_matches_the_issued_ranges(text: str) -> None:
 @given(TEXTS)
 def test_phone_checks_count_ascii_digits(text: str) -> None:
     assume(text.isascii())
+    assert _checks.digit_count(text) == sum(ch in string.digits for ch in text)
+    # Without a space there is no group to cut at: the whole text is the number, or nothing is.
+    text = text.replace(" ", "")
     digits = sum(ch in string.digits for ch in text)
     date = re.match(r"[0-3][0-9][./\-][01][0-9][./\-](?:19|20)[0-9]{2}", text) is not None
-    assert _builtin_personal._phone_international(text) == (8 <= digits <= 15)
-    assert _builtin_personal._phone_national(text) == (9 <= digits <= 12 and not date)
+    whole = (0, len(text)) if 9 <= digits <= 12 and not date else None
+    assert _builtin_personal._phone_national(text, 0, len(text)) == whole
+
+
+@given(st.lists(st.text(string.digits, min_size=1, max_size=6), min_size=1, max_size=8), st.sampled_from(" .-"))
+@example(["44", "20", "0000", "0000", "11.100.100.100"], " ")
+def test_an_international_number_is_its_longest_run_of_groups_that_fits(groups: list[str], inner: str) -> None:
+    # Groups joined by spaces; each group may itself hold separators other than a space.
+    groups = [inner.join(g) if len(g) > 3 and inner != " " else g for g in groups]
+    text = "+" + " ".join(groups)
+    expected = None
+    for taken in range(len(groups), 0, -1):
+        head = "+" + " ".join(groups[:taken])
+        count = sum(ch.isdigit() for ch in head)
+        if count <= 15:
+            expected = (0, len(head)) if count >= 8 else None
+            break
+    assert _builtin_personal._phone_international(text, 0, len(text)) == expected
 
 
 # --- IPv6 ---------------------------------------------------------------------------------------

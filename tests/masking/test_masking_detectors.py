@@ -123,6 +123,15 @@ def test_a_payload_of_look_alikes_is_returned_as_it_is(masker: Masker) -> None:
     assert result.fired == ()
 
 
+def test_a_number_followed_by_an_address_masks_both_and_masking_again_changes_nothing(masker: Masker) -> None:
+    text = "from +44 20 7946 0958 10.20.30.40"
+    masked, fired = masker.scan_text(text)
+    assert set(fired) == {"phone", "ipv4"}
+    assert "7946" not in masked
+    assert "10.20" not in masked
+    assert masker.scan_text(masked) == (masked, ())
+
+
 def test_luhn_and_network_checks() -> None:
     assert luhn_ok("4111111111111111")
     assert not luhn_ok("4111111111111121")

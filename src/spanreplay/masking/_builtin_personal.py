@@ -191,12 +191,36 @@ def _iban_refine(text: str, start: int, stop: int) -> Span | None:
     return (start, end) if int(f"{account}{letters}{compact[2:4]}") % 97 == 1 else None
 
 
-def _phone_international(text: str) -> bool:
-    return _checks.digit_count_between(text, 8, 15)
+def _phone_international(text: str, start: int, stop: int) -> Span | None:
+    """The number in ``text[start:stop]``: the whole match when it holds 8 to 15 digits."""
+    return _longest_number(text, start, stop, 8, 15)
 
 
-def _phone_national(text: str) -> bool:
-    return _checks.digit_count_between(text, 9, 12) and _DATE_PREFIX.match(text) is None
+def _phone_national(text: str, start: int, stop: int) -> Span | None:
+    """The number in ``text[start:stop]``: the whole match when it holds 9 to 12 digits
+    and is not a date."""
+    if _DATE_PREFIX.match(text, start, stop) is not None:
+        return None
+    return _longest_number(text, start, stop, 9, 12)
+
+
+def _longest_number(text: str, start: int, stop: int, fewest: int, most: int) -> Span | None:
+    """``text[start:stop]`` cut to its longest run of space-separated groups that holds
+    at most ``most`` digits; None when that run holds fewer than ``fewest``.
+
+    The expressions take every digit group the separators join, so a number
+    followed by more digits after a space ("+44 20 7946 0958 10.0.0.1", or two
+    numbers in a row) is one match with too many digits. Rejecting it left the
+    number unmasked, and masking the masked text then found it.
+    """
+    found = text[start:stop]
+    cut = len(found)
+    while cut > 0:
+        digits = _checks.digit_count(found[:cut])
+        if digits <= most:
+            return (start, start + cut) if digits >= fewest else None
+        cut = found.rfind(" ", 0, cut)
+    return None
 
 
 def _phone_normalize(found: str) -> str:
@@ -217,7 +241,9 @@ def _phone() -> RegexDetector:
                 prefilter=after("0-9A-Za-z_+") + r"\+[0-9][0-9 .()\-]{7}",
                 reach=40,
                 literals=("+",),
-                check=_phone_international,
+                refine=_phone_international,
+                # It reads only inside the span it is given.
+                separable=True,
             ),
             # North American: (415) 555-0132, 415-555-0132, 415.555.0132, 415 555 0132.
             hinted(
@@ -235,7 +261,9 @@ def _phone() -> RegexDetector:
                 prefilter=after("0-9A-Za-z_.,+") + r"0[1-9](?:[ .\-/]?[0-9]){7}",
                 reach=48,
                 literals=("0",),
-                check=_phone_national,
+                refine=_phone_national,
+                # It reads only inside the span it is given.
+                separable=True,
             ),
         ],
         min_length=9,

@@ -151,12 +151,17 @@ def ssn_ok(text: str) -> bool:
     return area != "000" and area != "666" and area[0] != "9" and group != "00" and serial != "0000"
 
 
-def digit_count_between(text: str, low: int, high: int) -> bool:
-    """True when ``text`` holds from ``low`` to ``high`` ASCII digits."""
+def digit_count(text: str) -> int:
+    """How many ASCII digits ``text`` holds."""
     # Counted on the UTF-8 bytes, where deleting the digits is one C call (an ASCII
     # digit is one byte there and no other character's bytes include one).
     data = text.encode("utf-8", "surrogatepass")
-    return low <= len(data) - len(data.translate(None, b"0123456789")) <= high
+    return len(data) - len(data.translate(None, b"0123456789"))
+
+
+def digit_count_between(text: str, low: int, high: int) -> bool:
+    """True when ``text`` holds from ``low`` to ``high`` ASCII digits."""
+    return low <= digit_count(text) <= high
 
 
 def ipv4_ok(text: str) -> bool:

@@ -181,7 +181,9 @@ class Pattern:
                     span = (start, end) if refine is None else refine(text, start, end)
                     if span is not None:
                         found.append(span)
-                        last = pos = after
+                        # Past what was masked, not past the match: a refine that kept
+                        # only the start of a match leaves the rest to be searched.
+                        last = pos = span[1] if span[1] > at else after
                         continue
                 pos = at + 1
         return found
