@@ -43,7 +43,7 @@ T = TypeVar("T")
 __all__ = ["RecordingRun", "new_run_id"]
 
 
-_RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,200}$")
+_RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,200}")
 
 
 def new_run_id(now: datetime | None = None) -> str:
@@ -67,7 +67,7 @@ class RecordingRun(Run):
     mode = Mode.RECORD
 
     def __init__(self, agent: str, run_id: str | None = None, *, forked_from: str | None = None) -> None:
-        if run_id is not None and not _RUN_ID.match(run_id):
+        if run_id is not None and not _RUN_ID.fullmatch(run_id):
             raise ConfigurationError(
                 f"Run id {run_id!r} cannot name a trace file; use letters, digits, '_', '.' and '-' "
                 "(or leave run_id out to get run_YYYYMMDD_HHMMSS_xxxxxxxx)."

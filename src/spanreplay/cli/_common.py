@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import click
 import orjson
-from rich.console import Console
+from rich.console import Console, ConsoleOptions, RenderableType
+from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
@@ -73,6 +75,46 @@ class BadInput(click.ClickException):
         error_console().print(Text.assemble(("error: ", "bold red"), self.format_message()), soft_wrap=True)
 
 
+# Characters that drive a terminal rather than show: C0 (ESC among them), DEL, C1, and the
+# Unicode ones that reorder or break lines. Text read from traces (agent names, run ids,
+# payloads) could otherwise move the cursor, recolour, retitle or hide what is printed.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escape(match: re.Match[str]) -> str:
+    char = match.group()
+    code = ord(char)
+    return _NAMED.get(char) or (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+
+
+def printable(text: str, *, newlines: bool = False) -> str:
+    """``text`` with every control character written as an escape (``\\x1b``), for people to read.
+
+    Args:
+        newlines: keep line breaks (a message of several lines); otherwise they are escaped too.
+    """
+    if newlines:
+        return "\n".join(_CONTROL.sub(_escape, line) for line in text.split("\n"))
+    return _CONTROL.sub(_escape, text)
+
+
+class _Console(Console):
+    """A console that escapes control characters in everything it prints, but its own styles.
+
+    Escaping the rendered segments, rather than each value before it is printed, covers
+    every table, message and traceback at once: what rich adds itself (colours, cursor
+    moves) is in the styles and control segments, not in the text.
+    """
+
+    def render(self, renderable: RenderableType, options: ConsoleOptions | None = None) -> Iterable[Segment]:
+        for segment in super().render(renderable, options):
+            if segment.control is None and _CONTROL.search(segment.text.replace("\n", "")):
+                yield Segment(printable(segment.text, newlines=True), segment.style)
+            else:
+                yield segment
+
+
 def _width(stream: Any) -> int | None:
     isatty = getattr(stream, "isatty", None)
     if (isatty is not None and isatty()) or "COLUMNS" in os.environ:
@@ -82,11 +124,11 @@ def _width(stream: Any) -> int | None:
 
 def console() -> Console:
     """A console on the current stdout (click's test runner swaps it, so look it up each time)."""
-    return Console(file=sys.stdout, highlight=False, soft_wrap=True, width=_width(sys.stdout))
+    return _Console(file=sys.stdout, highlight=False, soft_wrap=True, width=_width(sys.stdout))
 
 
 def error_console() -> Console:
-    return Console(file=sys.stderr, highlight=False, soft_wrap=True, width=_width(sys.stderr))
+    return _Console(file=sys.stderr, highlight=False, soft_wrap=True, width=_width(sys.stderr))
 
 
 def warn(message: str) -> None:
@@ -130,8 +172,8 @@ def _run_usd(run: RunSummary) -> str:
 
 
 def preview(text: str, limit: int = 48) -> str:
-    """One line of at most ``limit`` characters."""
-    flat = " ".join(text.split())
+    """One line of at most ``limit`` characters, control characters escaped."""
+    flat = printable(" ".join(text.split()))
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
@@ -153,9 +195,9 @@ def print_runs(out: Console, found: list[RunSummary]) -> None:
     """The runs as a table, or as blocks of lines where the terminal is too narrow for one."""
     rows = [
         [
-            run.run_id,
-            run.agent or "-",
-            run.status,
+            printable(run.run_id),
+            printable(run.agent or "-"),
+            printable(run.status),
             str(run.steps),
             format_time(run.started),
             format_duration(run.duration_s),
@@ -169,12 +211,12 @@ def print_runs(out: Console, found: list[RunSummary]) -> None:
     room = flexible_width(out.width, [headers, *rows], 1, cap=120)
     if room < MIN_PREVIEW:
         for run, row in zip(found, rows, strict=True):
-            out.print(Text.assemble((run.run_id, "bold"), "  ", status_text(run.status), f"  {run.steps} steps"))
+            out.print(Text.assemble((row[0], "bold"), "  ", status_text(row[2]), f"  {run.steps} steps"))
             out.print(f"  {row[1]}, started {row[4]}, took {row[5]}", markup=False)
             if run.model_calls:
                 out.print(f"  {row[6]} model calls, {row[7]} tokens, {row[8]}", markup=False)
             if run.error:
-                out.print(Text.assemble("  ", (run.error, "red")))
+                out.print(Text.assemble("  ", (printable(run.error, newlines=True), "red")))
         return
     table = Table(show_edge=False, header_style="bold")
     for header in headers:
@@ -182,5 +224,5 @@ def print_runs(out: Console, found: list[RunSummary]) -> None:
         table.add_column(header, no_wrap=True, justify="right" if right else "left")
     table.add_column("error", no_wrap=True)
     for run, row in zip(found, rows, strict=True):
-        table.add_row(*row[:2], status_text(run.status), *row[3:], Text(preview(run.error or "", room), style="red"))
+        table.add_row(*row[:2], status_text(row[2]), *row[3:], Text(preview(run.error or "", room), style="red"))
     out.print(table)

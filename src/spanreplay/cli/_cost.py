@@ -24,7 +24,7 @@ from ..cost import (
     show_command,
     summarize,
 )
-from ._common import console, format_time, format_usd, prices_option, print_json
+from ._common import console, format_time, format_usd, prices_option, print_json, printable
 
 if TYPE_CHECKING:
     _ParamType = click.ParamType[datetime]
@@ -159,9 +159,11 @@ def _print(out: Console, report: CostReport, plot_file: str | None) -> None:
     for header in numbers:
         table.add_column(header, justify="right", no_wrap=True)
     for group in report.groups:
-        row = [group.key]
+        # Text, not str: a key or agent name read from a trace is neither markup nor control codes.
+        row: list[str | Text] = [Text(printable(group.key))]
         if report.by == "run":
-            row += [group.run.agent or "-" if group.run else "-", format_time(group.run.started if group.run else None)]
+            agent = group.run.agent or "-" if group.run else "-"
+            row += [Text(printable(agent)), format_time(group.run.started if group.run else None)]
         table.add_row(*row, *_numbers(group.totals, unknown))
     if len(report.groups) > 1:
         table.add_section()
@@ -230,17 +232,17 @@ def _outliers(out: Console, report: CostReport) -> None:
     for outlier in report.outliers:
         out.print(
             Text.assemble(
-                (outlier.run.run_id, "bold"),
-                f" ({outlier.run.agent or 'no agent'}, started {format_time(outlier.run.started)}): "
+                (printable(outlier.run.run_id), "bold"),
+                f" ({printable(outlier.run.agent or 'no agent')}, started {format_time(outlier.run.started)}): "
                 f"{outlier.totals.total_tokens:,} tokens, {outlier.ratio:.1f}x the median "
                 f"{outlier.median_tokens:,.0f}, {usd_text(outlier.totals)}",
             ),
             soft_wrap=True,
         )
         for cause in outlier.causes:
-            out.print(Text.assemble("  likely cause: ", (cause.summary, "yellow")), soft_wrap=True)
-        out.print(f"  look:   {show_command(report.source, outlier.run.run_id, outlier.seq)}", markup=False)
-        out.print(f"  replay: {replay_command(report.source, outlier.run.run_id)}", markup=False)
+            out.print(Text.assemble("  likely cause: ", (printable(cause.summary), "yellow")), soft_wrap=True)
+        out.print(f"  look:   {printable(show_command(report.source, outlier.run.run_id, outlier.seq))}", markup=False)
+        out.print(f"  replay: {printable(replay_command(report.source, outlier.run.run_id))}", markup=False)
 
 
 def _csv(report: CostReport) -> str:

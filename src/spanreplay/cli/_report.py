@@ -102,10 +102,10 @@ def _write(path: Path, page: str) -> None:
             "w", encoding="utf-8", dir=directory, prefix=f".{path.name}.", suffix=".tmp", delete=False
         ) as handle:
             handle.write(page)
-        # A temporary file is private (0600); the page gets the mode a plain new file would.
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(handle.name, 0o666 & ~umask)
+        # The page holds the run's inputs and outputs, as the trace file does: owner-only
+        # (0600), like the trace files. The temporary file is created 0600 already; the
+        # chmod says so rather than rely on it.
+        os.chmod(handle.name, 0o600)
         os.replace(handle.name, path)
     except OSError as exc:
         raise BadInput(

@@ -24,6 +24,7 @@ from ._common import (
     format_time,
     preview,
     print_json,
+    printable,
     status_text,
 )
 
@@ -126,16 +127,16 @@ def _print_run(log: EventLog) -> None:
     header = Table.grid(padding=(0, 2))
     header.add_column(style="bold")
     header.add_column()
-    header.add_row("run", Text(run.run_id))
-    header.add_row("agent", Text(run.agent or "-"))
-    header.add_row("status", status_text(run.status))
+    header.add_row("run", Text(printable(run.run_id)))
+    header.add_row("agent", Text(printable(run.agent or "-")))
+    header.add_row("status", status_text(printable(run.status)))
     if run.error is not None:
-        header.add_row("error", Text(str(run.error), style="red"))
-    header.add_row("service", Text(run.service_name or "-"))
+        header.add_row("error", Text(printable(str(run.error), newlines=True), style="red"))
+    header.add_row("service", Text(printable(run.service_name or "-")))
     header.add_row("started", format_time(run.started))
     header.add_row("duration", format_duration(_duration(run.start_ns, run.end_ns)))
     if run.forked_from:
-        header.add_row("forked from", Text(run.forked_from))
+        header.add_row("forked from", Text(printable(run.forked_from)))
     out.print(header)
     out.print()
     if not len(log):
@@ -145,9 +146,9 @@ def _print_run(log: EventLog) -> None:
     rows = [
         [
             str(e.seq),
-            e.call_id,
-            e.kind,
-            e.key,
+            printable(e.call_id),
+            printable(e.kind),
+            printable(e.key),
             "error" if e.failed else "ok",
             format_duration(_duration(e.start_ns, e.end_ns)),
         ]
@@ -208,13 +209,13 @@ def _print_step(event: Event) -> None:
             str(event.seq),
             "  ",
             ("call id ", "bold"),
-            event.call_id,
+            printable(event.call_id),
             "  ",
             ("kind ", "bold"),
-            event.kind,
+            printable(event.kind),
             "  ",
             ("key ", "bold"),
-            event.key,
+            printable(event.key),
             "  ",
             status_text("error" if event.failed else "ok"),
         )
@@ -229,4 +230,4 @@ def _print_step(event: Event) -> None:
         out.print(JSON.from_data(event.output))
     for part, places in masked_dict(event).items():
         listed = ", ".join(f"{p.get('path')} ({p.get('rule')})" for p in places if isinstance(p, dict))
-        out.print(Text.assemble((f"masked in the {part}: ", "bold"), listed))
+        out.print(Text.assemble((f"masked in the {part}: ", "bold"), printable(listed)))

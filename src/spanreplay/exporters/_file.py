@@ -23,7 +23,7 @@ from ._otlp_json import LineEncoder, attributes_of
 
 logger = logging.getLogger("spanreplay")
 
-_SAFE_RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,200}$")
+_SAFE_RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,200}")
 _FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
 
 
@@ -116,7 +116,7 @@ class DurableFileSpanProcessor(SpanProcessor):
             logger.debug("spanreplay could not write span %r of run %s", span.name, run_id, exc_info=True)
 
     def _open(self, run_id: str) -> int:
-        if not _SAFE_RUN_ID.match(run_id):
+        if not _SAFE_RUN_ID.fullmatch(run_id):
             raise ValueError(f"run id {run_id!r} cannot name a trace file; use letters, digits, '_', '.' and '-'")
         with self._lock:
             fd = self._fds.get(run_id)
