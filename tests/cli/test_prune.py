@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import gzip
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import orjson
 import pytest
 from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
 
 import spanreplay
-from spanreplay.cli import cli
+from spanreplay.cli import _prune, cli
 from spanreplay.cli._prune import run_date
 
 
@@ -116,18 +118,158 @@ def test_a_file_that_is_not_a_trace_is_kept_with_a_warning(trace_dir: Path) -> N
     assert old not in _files(trace_dir)
 
 
-@pytest.mark.usefixtures("edge_date_now")
-def test_a_file_holding_runs_of_different_ages_is_kept_until_all_are_past_retention(trace_dir: Path) -> None:
-    old = _record(trace_dir, 100, "error")
-    young = _record(trace_dir, 1, "error")
-    merged = trace_dir / "collector-export.jsonl"
-    merged.write_bytes((trace_dir / f"{old}.jsonl").read_bytes() + (trace_dir / f"{young}.jsonl").read_bytes())
+def _foreign_line(name: str) -> bytes:
+    """One span of another service, as the Collector's file exporter writes it: no spanreplay run id."""
+    span = {
+        "traceId": uuid.uuid4().hex,
+        "spanId": uuid.uuid4().hex[:16],
+        "name": name,
+        "kind": 2,
+        "startTimeUnixNano": "1700000000000000000",
+        "endTimeUnixNano": "1700000000500000000",
+        "attributes": [{"key": "http.route", "value": {"stringValue": "/charge"}}],
+        "status": {},
+    }
+    resource = {"attributes": [{"key": "service.name", "value": {"stringValue": "billing"}}]}
+    return orjson.dumps({"resourceSpans": [{"resource": resource, "scopeSpans": [{"scope": {}, "spans": [span]}]}]})
+
+
+def _span_names(path: Path) -> list[str]:
+    return [
+        span["name"]
+        for line in path.read_bytes().splitlines()
+        if line.strip()
+        for resource in orjson.loads(line)["resourceSpans"]
+        for scope in resource["scopeSpans"]
+        for span in scope["spans"]
+    ]
+
+
+def _collector_export(trace_dir: Path, old: str, young: str) -> tuple[Path, list[bytes]]:
+    """A shared export: another service's spans between two runs' spans, one line holding both kinds."""
+    old_lines = (trace_dir / f"{old}.jsonl").read_bytes().splitlines(keepends=True)
+    young_lines = (trace_dir / f"{young}.jsonl").read_bytes().splitlines(keepends=True)
     (trace_dir / f"{old}.jsonl").unlink()
     (trace_dir / f"{young}.jsonl").unlink()
+    # The Collector batches: one line may hold an expired run's span beside another service's.
+    mixed = orjson.loads(old_lines[0])
+    mixed["resourceSpans"].append(orjson.loads(_foreign_line("charge-batched"))["resourceSpans"][0])
+    foreign = [_foreign_line("charge-1") + b"\n", _foreign_line("charge-2") + b"\n"]
+    lines = [orjson.dumps(mixed) + b"\n", foreign[0], *old_lines[1:], *young_lines, foreign[1]]
+    export = trace_dir / "otelcol" / "traces.json"
+    export.parent.mkdir()
+    export.write_bytes(b"".join(lines))
+    export.chmod(0o640)
+    return export, [foreign[0], *young_lines, foreign[1]]
+
+
+def _run_ids(path: Path) -> set[str]:
+    return {run.run_id for run in spanreplay.runs(path)}
+
+
+@pytest.mark.usefixtures("edge_date_now")
+def test_a_shared_export_is_rewritten_without_the_expired_run_and_keeps_other_services_spans(
+    trace_dir: Path,
+) -> None:
+    old = _record(trace_dir, 100, "error")
+    young = _record(trace_dir, 1, "error")
+    export, untouched = _collector_export(trace_dir, old, young)
+    assert _run_ids(export) == {old, young}
     result = CliRunner().invoke(cli, ["prune", str(trace_dir)])
     assert result.exit_code == 0, result.output
-    assert merged.exists()
+    assert _run_ids(export) == {young}
+    names = _span_names(export)
+    assert {"charge-batched", "charge-1", "charge-2"} <= set(names)
+    # The lines that held no span of the expired run are kept byte for byte, in their order.
+    assert [line for line in export.read_bytes().splitlines(keepends=True) if line in untouched] == untouched
+    assert export.stat().st_mode & 0o777 == 0o640
+    assert sorted(p.name for p in export.parent.iterdir()) == ["traces.json"]  # no temporary file left
+    assert any(line.startswith(f"removed {old}  error") and str(export) in line for line in result.output.splitlines())
+    assert f"rewrote {export} without 1 expired run(s)" in result.output
+    assert "Removed 1 run(s) (0 ok older than 7d, 1 failed or crashed older than 90d); kept 1." in result.output
+
+
+@pytest.mark.usefixtures("edge_date_now")
+def test_a_dry_run_on_a_shared_export_says_it_would_rewrite_it_and_changes_nothing(trace_dir: Path) -> None:
+    old = _record(trace_dir, 100, "ok")
+    young = _record(trace_dir, 1, "ok")
+    export, _ = _collector_export(trace_dir, old, young)
+    before = export.read_bytes()
+    result = CliRunner().invoke(cli, ["prune", str(trace_dir), "--dry-run"])
+    assert result.exit_code == 0, result.output
+    assert export.read_bytes() == before
+    assert sorted(p.name for p in export.parent.iterdir()) == ["traces.json"]
+    assert any(line.startswith(f"would remove {old}  ok") for line in result.output.splitlines())
+    assert f"would rewrite {export} without 1 expired run(s)" in result.output
+    assert "Would remove 1 run(s)" in result.output
+
+
+@pytest.mark.usefixtures("edge_date_now")
+def test_an_export_holding_only_expired_runs_is_deleted(trace_dir: Path) -> None:
+    first = _record(trace_dir, 100, "error")
+    second = _record(trace_dir, 30, "ok")
+    export = trace_dir / "traces.json"
+    export.write_bytes(b"".join((trace_dir / f"{run}.jsonl").read_bytes() for run in (first, second)))
+    (trace_dir / f"{first}.jsonl").unlink()
+    (trace_dir / f"{second}.jsonl").unlink()
+    result = CliRunner().invoke(cli, ["prune", str(trace_dir)])
+    assert result.exit_code == 0, result.output
+    assert not export.exists()
+    assert "Removed 2 run(s)" in result.output
+
+
+@pytest.mark.usefixtures("edge_date_now")
+def test_a_compressed_shared_export_is_left_as_it_was_with_the_reason(trace_dir: Path) -> None:
+    old = _record(trace_dir, 100, "error")
+    young = _record(trace_dir, 1, "error")
+    export, _ = _collector_export(trace_dir, old, young)
+    packed = export.with_name("traces.json.gz")
+    packed.write_bytes(gzip.compress(export.read_bytes()))
+    export.unlink()
+    before = packed.read_bytes()
+    result = CliRunner().invoke(cli, ["prune", str(trace_dir)])
+    assert result.exit_code == 0, result.output
+    assert packed.read_bytes() == before
+    assert f"kept {packed}, which holds expired run(s) {old}: it is compressed" in result.output
     assert "Removed 0 run(s)" in result.output
+    assert "Left 1 file(s) holding expired runs as they were" in result.output
+
+
+@pytest.mark.usefixtures("edge_date_now")
+def test_a_compressed_run_file_of_an_expired_run_is_deleted(trace_dir: Path) -> None:
+    old = _record(trace_dir, 100, "error")
+    plain = trace_dir / f"{old}.jsonl"
+    packed = trace_dir / f"{old}.jsonl.gz"
+    packed.write_bytes(gzip.compress(plain.read_bytes()))
+    plain.unlink()
+    result = CliRunner().invoke(cli, ["prune", str(trace_dir)])
+    assert result.exit_code == 0, result.output
+    assert not packed.exists()
+    assert "Removed 1 run(s)" in result.output
+
+
+@pytest.mark.usefixtures("edge_date_now")
+def test_a_run_file_cut_short_mid_line_is_deleted_whole(trace_dir: Path) -> None:
+    old = _record(trace_dir, 100, "crashed")
+    path = trace_dir / f"{old}.jsonl"
+    lines = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(b"".join(lines[:-1]) + lines[-1][: len(lines[-1]) // 2])  # SIGKILL mid-write
+    result = CliRunner().invoke(cli, ["prune", str(trace_dir)])
+    assert result.exit_code == 0, result.output
+    assert not path.exists()
+    assert f"removed {old}  crashed" in result.output
+
+
+@pytest.mark.usefixtures("edge_date_now")
+def test_a_file_of_other_services_spans_only_is_never_touched(trace_dir: Path) -> None:
+    old = _record(trace_dir, 100, "error")
+    export = trace_dir / "traces.json"
+    export.write_bytes(_foreign_line("charge") + b"\n")
+    before = export.read_bytes()
+    result = CliRunner().invoke(cli, ["prune", str(trace_dir), "--success", "0s", "--failure", "0s"])
+    assert result.exit_code == 0, result.output
+    assert export.read_bytes() == before
+    assert old not in _files(trace_dir)
 
 
 def test_an_empty_directory_prunes_nothing(tmp_path: Path) -> None:
@@ -193,3 +335,28 @@ def test_a_recorded_run_id_carries_its_utc_start_so_prune_ages_it_right(
     assert zero.exit_code == 0, zero.output
     assert f"removed {run.run_id}  ok       {from_id:%Y-%m-%d %H:%M}" in zero.output
     assert _files(trace_dir) == set()
+
+
+@pytest.mark.usefixtures("edge_date_now")
+def test_a_shared_export_written_to_while_it_is_rewritten_is_left_whole(
+    trace_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    old = _record(trace_dir, 100, "error")
+    young = _record(trace_dir, 1, "error")
+    export, _ = _collector_export(trace_dir, old, young)
+    late = _foreign_line("charge-late") + b"\n"
+    count = _prune._expired_spans
+
+    def appended_meanwhile(name: str, expired: set[str]) -> int:
+        with open(name, "ab") as collector:  # the Collector appends as prune reads
+            collector.write(late)
+        return count(name, expired)
+
+    monkeypatch.setattr(_prune, "_expired_spans", appended_meanwhile)
+    before = export.read_bytes()
+    result = CliRunner().invoke(cli, ["prune", str(trace_dir)])
+    assert result.exit_code == 0, result.output
+    assert export.read_bytes() == before + late
+    assert sorted(p.name for p in export.parent.iterdir()) == ["traces.json"]
+    assert "it changed while prune read it" in result.output
+    assert "Removed 0 run(s)" in result.output

@@ -8,20 +8,25 @@ is what someone comes back to replay.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
-from dataclasses import dataclass
+import stat
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Final
+from typing import IO, Any, Final
 
 import click
+import orjson
 
 from .. import _semconv as sc
 from .._loader import runs as read_runs
 from ..errors import TraceFormatError
-from ..readers import expand
-from ._common import BadInput, console, warn
+from ..readers import expand, read_file
+from ._common import BadInput, console, printable, warn
 
 _DURATION: Final = re.compile(r"^\s*(\d{1,6})\s*([smhdw])\s*$")
 _UNITS: Final = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
@@ -84,30 +89,41 @@ class _Removal:
               help="Keep successful runs this long (30m, 12h, 7d, 2w).")  # fmt: skip
 @click.option("--failure", "failure", default="90d", show_default=True, metavar="AGE",
               help="Keep failed and crashed runs this long.")  # fmt: skip
-@click.option("--dry-run", is_flag=True, help="Print what would be removed; remove nothing.")
+@click.option("--dry-run", is_flag=True, help="Print what would be deleted or rewritten; change nothing.")
 def prune_command(source: str, success: str, failure: str, dry_run: bool) -> None:
     """Remove runs older than their retention from SOURCE, printing each one.
 
     SOURCE is a Postgres DSN (postgresql://...: the run and its steps are
-    deleted) or a trace directory (a run's file is deleted; a file holding
-    several runs goes only when all of them are past retention). A run's age
+    deleted) or a trace directory. There a run's own file is deleted; a file
+    that also holds other runs or other services' spans (a Collector export)
+    is rewritten without the expired runs' spans, whole or not at all, or,
+    when it cannot be (compressed, not OTLP/JSON lines), left with a warning
+    saying why. Files without spanreplay runs are never touched. A run's age
     comes from its id, run_YYYYMMDD_HHMMSS_xxxxxxxx (UTC), or its start time.
     """
     policy = Policy(parse_duration(success, "--success"), parse_duration(failure, "--failure"), datetime.now(UTC))
+    files: _FilesPruned | None = None
     if source.startswith(("postgresql://", "postgres://")):
         removals, kept = _prune_postgres(source, policy, dry_run)
     else:
-        removals, kept = _prune_files(source, policy, dry_run)
+        files = _prune_files(source, policy, dry_run)
+        removals, kept = files.removals, files.kept
     out = console()
     verb = "would remove" if dry_run else "removed"
     for r in removals:
-        out.print(f"{verb} {r.run_id}  {r.status:<7}  {r.when:%Y-%m-%d %H:%M}  {r.where}", markup=False)
-    failed = sum(1 for r in removals if r.status != sc.RUN_STATUS_OK)
+        out.print(f"{verb} {r.run_id}  {r.status:<7}  {r.when:%Y-%m-%d %H:%M}  {printable(r.where)}", markup=False)
+    for note in files.notes if files is not None else ():
+        out.print(note, markup=False)
+    # A run spread over several files (a Collector's rotated backups) is counted once.
+    statuses = {r.run_id: r.status for r in removals}
+    failed = sum(1 for status in statuses.values() if status != sc.RUN_STATUS_OK)
     out.print(
-        f"{verb.capitalize()} {len(removals)} run(s) ({len(removals) - failed} ok older than {success}, "
+        f"{verb.capitalize()} {len(statuses)} run(s) ({len(statuses) - failed} ok older than {success}, "
         f"{failed} failed or crashed older than {failure}); kept {kept}.",
         markup=False,
     )
+    if files is not None and files.left:
+        out.print(f"Left {files.left} file(s) holding expired runs as they were; the warnings say why.", markup=False)
 
 
 def _prune_postgres(dsn: str, policy: Policy, dry_run: bool) -> tuple[list[_Removal], int]:
@@ -127,21 +143,38 @@ def _prune_postgres(dsn: str, policy: Policy, dry_run: bool) -> tuple[list[_Remo
     return removals, total - len(removals)
 
 
-def _prune_files(source: str, policy: Policy, dry_run: bool) -> tuple[list[_Removal], int]:
+@dataclass
+class _FilesPruned:
+    removals: list[_Removal] = field(default_factory=list)
+    # What happened to each file that held an expired run: deleted, rewritten or left.
+    notes: list[str] = field(default_factory=list)
+    left: int = 0
+    seen: set[str] = field(default_factory=set)
+    removed: set[str] = field(default_factory=set)
+
+    @property
+    def kept(self) -> int:
+        return len(self.seen - self.removed)
+
+
+class _CannotRewrite(Exception):
+    """Why a file that holds other spans besides expired runs cannot be rewritten without them."""
+
+
+def _prune_files(source: str, policy: Policy, dry_run: bool) -> _FilesPruned:
     if not Path(source).is_dir():
         raise BadInput(
             f"{source} is not a directory or a Postgres DSN; prune removes whole run files from a trace "
             "directory (./traces) or runs from postgresql://..."
         )
-    removals: list[_Removal] = []
-    kept = 0
+    pruned = _FilesPruned()
     if not any(p.is_file() for p in Path(source).rglob("*")):
-        return removals, kept
+        return pruned
     for name in expand(source):
         stem = Path(name).name.split(".", 1)[0]
         named_date = run_date(stem)
         if named_date is not None and named_date >= policy.oldest_kept:
-            kept += 1  # a run file too young for any window: not even opened
+            pruned.seen.add(stem)  # a run file too young for any window: not even opened
             continue
         try:
             found = read_runs(name)
@@ -149,17 +182,211 @@ def _prune_files(source: str, policy: Policy, dry_run: bool) -> tuple[list[_Remo
             warn(f"kept {name}: {exc}")
             continue
         if not found:
-            continue  # not a spanreplay trace file: never ours to delete
-        file_removals = []
+            continue  # no spanreplay run in it: never ours to touch
+        pruned.seen.update(run.run_id for run in found)
+        expired: dict[str, _Removal] = {}
         for run in found:
             when = run_date(run.run_id) or run.started
             if policy.expired(run.status, when):
                 assert when is not None
-                file_removals.append(_Removal(run.run_id, run.status, when, name))
-        if len(file_removals) < len(found):
-            kept += len(found)
-            continue
-        removals.extend(file_removals)
+                expired[run.run_id] = _Removal(run.run_id, run.status, when, name)
+        if expired:
+            _prune_file(name, stem, expired, dry_run, pruned)
+    return pruned
+
+
+def _prune_file(name: str, stem: str, expired: dict[str, _Removal], dry_run: bool, pruned: _FilesPruned) -> None:
+    """Delete the file when it holds nothing but expired runs' spans, else rewrite it without them.
+
+    The file is only ever replaced whole (a temporary file beside it, then a rename), so a
+    reader sees it as it was or as it is after, and other services' spans in a shared
+    export stay byte for byte. A file that cannot be rewritten is left as it is.
+    """
+    own = stem if stem in expired else None  # a per-run file, as the durable exporter names it
+    temp: IO[bytes] | None = None
+    try:
+        before = os.stat(name)
+        with open(name, "rb") as stream:
+            if stream.read(4).startswith((_GZIP_MAGIC, _ZSTD_MAGIC)):
+                raise _CannotRewrite("it is compressed, and prune rewrites only uncompressed OTLP/JSON lines")
+            stream.seek(0)
+            if not dry_run:
+                temp = tempfile.NamedTemporaryFile(  # noqa: SIM115 - closed or removed below
+                    "wb", dir=os.path.dirname(name) or ".", prefix=f".{os.path.basename(name)}.", suffix=".prune",
+                    delete=False,
+                )  # fmt: skip
+            rewrite = _Rewrite(set(expired), own)
+            rewrite.filter(stream, temp.write if temp is not None else lambda _: 0)
+        expected = _expired_spans(name, set(expired))
+        if rewrite.dropped != expected:
+            raise _CannotRewrite(
+                f"{expected} span(s) of the expired runs are in it, but {rewrite.dropped} were found in "
+                "OTLP/JSON lines (is it one JSON document, or in Jaeger's format?)"
+            )
+        gone = [expired[run_id] for run_id in sorted(rewrite.found)]
         if not dry_run:
-            os.remove(name)
-    return removals, kept
+            try:
+                if rewrite.kept:
+                    assert temp is not None
+                    _replace(name, temp, before)
+                else:
+                    _unchanged_since(name, before)
+                    os.remove(name)
+            except _CannotRewrite as why:
+                _leave(name, expired, str(why), pruned)
+                return
+        if not rewrite.kept:
+            pruned.removals.extend(gone)
+        else:
+            pruned.removals.extend(replace(r, where=f"{r.where} (its spans cut out)") for r in gone)
+            verb = "would rewrite" if dry_run else "rewrote"
+            pruned.notes.append(
+                f"{verb} {name} without {len(gone)} expired run(s); the other spans in it are kept as they were"
+            )
+        pruned.removed.update(rewrite.found)
+    except _CannotRewrite as why:
+        _delete_or_leave(name, own, expired, str(why), dry_run, pruned)
+    except OSError as exc:
+        _leave(name, expired, f"it cannot be rewritten ({exc.strerror})", pruned)
+    finally:
+        if temp is not None:
+            temp.close()
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(temp.name)
+
+
+def _delete_or_leave(
+    name: str, own: str | None, expired: dict[str, _Removal], why: str, dry_run: bool, pruned: _FilesPruned
+) -> None:
+    """A file prune cannot rewrite: deleted only when it is an expired run's own file holding nothing else."""
+    try:
+        others = _other_spans(name, {own}) if own is not None else None
+    except TraceFormatError as exc:
+        _leave(name, expired, str(exc), pruned)
+        return
+    if own is None or others:
+        _leave(name, expired, why, pruned)
+        return
+    if not dry_run:
+        os.remove(name)
+    pruned.removals.append(expired[own])
+    pruned.removed.add(own)
+
+
+def _leave(name: str, expired: dict[str, _Removal], why: str, pruned: _FilesPruned) -> None:
+    pruned.left += 1
+    runs = ", ".join(sorted(expired))
+    warn(f"kept {name}, which holds expired run(s) {runs}: {why}.")
+
+
+def _expired_spans(name: str, expired: set[str]) -> int:
+    spans = read_file(name, contains=_RUN_MARKER, explicit=False)
+    return sum(1 for span in spans if span.attributes.get(sc.RUN_ID) in expired)
+
+
+def _other_spans(name: str, runs: set[str | None]) -> int:
+    return sum(1 for span in read_file(name, explicit=False) if span.attributes.get(sc.RUN_ID) not in runs)
+
+
+def _replace(name: str, temp: IO[bytes], before: os.stat_result) -> None:
+    """Put the rewritten copy in place of the file, with its mode, unless the file changed since it was read."""
+    temp.flush()
+    os.fsync(temp.fileno())
+    temp.close()
+    os.chmod(temp.name, stat.S_IMODE(before.st_mode))
+    _unchanged_since(name, before)
+    os.replace(temp.name, name)
+
+
+def _unchanged_since(name: str, before: os.stat_result) -> None:
+    """Refuse to replace or delete a file that was written to after prune read it."""
+    now = os.stat(name)
+    if (now.st_size, now.st_mtime_ns, now.st_ino) != (before.st_size, before.st_mtime_ns, before.st_ino):
+        raise _CannotRewrite("it changed while prune read it (something still writes to it); run prune again later")
+
+
+_GZIP_MAGIC: Final = b"\x1f\x8b"
+_ZSTD_MAGIC: Final = b"\x28\xb5\x2f\xfd"
+_BOM: Final = b"\xef\xbb\xbf"
+_RUN_MARKER: Final = sc.RUN_ID.encode()
+
+
+class _Rewrite:
+    """Filters OTLP/JSON lines, dropping the spans of the expired runs.
+
+    Lines that hold no span of those runs are kept byte for byte; a line that holds
+    some is written again without them (and dropped once it holds no span at all).
+    """
+
+    def __init__(self, expired: set[str], own: str | None) -> None:
+        self.expired = expired
+        self.own = own  # the run whose own file this is: a torn last line is its
+        self.found: set[str] = set()
+        self.dropped = 0
+        self.kept = False  # anything but blank lines left
+
+    def filter(self, stream: IO[bytes], write: Callable[[bytes], object]) -> None:
+        for number, line in enumerate(stream, 1):
+            kept = self._line(number, line)
+            if kept.strip():
+                self.kept = True
+            write(kept)
+
+    def _line(self, number: int, line: bytes) -> bytes:
+        bom = _BOM if number == 1 and line.startswith(_BOM) else b""
+        text = line[len(bom) :]
+        if not text.strip():
+            return line
+        if _RUN_MARKER not in text:
+            return line
+        try:
+            doc = orjson.loads(text)
+        except orjson.JSONDecodeError:
+            if not line.endswith(b"\n"):
+                # The last line, cut short when its writer was stopped: no span can be read from it.
+                return b"" if self.own is not None else line
+            raise _CannotRewrite(f"line {number} is not a whole JSON value") from None
+        resource_spans = doc.get("resourceSpans") if isinstance(doc, dict) else None
+        if not isinstance(resource_spans, list):
+            raise _CannotRewrite(f"line {number} is not OTLP/JSON (it has no resourceSpans)")
+        dropped = self.dropped
+        doc["resourceSpans"] = [rs for rs in map(self._resource, resource_spans) if rs is not None]
+        if self.dropped == dropped:
+            return line
+        if not doc["resourceSpans"]:
+            return b""
+        return bom + orjson.dumps(doc) + (b"\n" if line.endswith(b"\n") else b"")
+
+    def _resource(self, resource: Any) -> Any:
+        if not isinstance(resource, dict) or not isinstance(resource.get("scopeSpans"), list):
+            return resource
+        scopes = []
+        for scope in resource["scopeSpans"]:
+            if isinstance(scope, dict) and isinstance(scope.get("spans"), list) and scope["spans"]:
+                spans = [span for span in scope["spans"] if not self._expired(span)]
+                if not spans:
+                    continue
+                scope = {**scope, "spans": spans}
+            scopes.append(scope)
+        if not scopes and resource["scopeSpans"]:
+            return None
+        return {**resource, "scopeSpans": scopes}
+
+    def _expired(self, span: Any) -> bool:
+        run_id = _run_of(span)
+        if run_id in self.expired:
+            assert run_id is not None
+            self.found.add(run_id)
+            self.dropped += 1
+            return True
+        return False
+
+
+def _run_of(span: Any) -> str | None:
+    attributes = span.get("attributes") if isinstance(span, dict) else None
+    for attribute in attributes if isinstance(attributes, list) else ():
+        if isinstance(attribute, dict) and attribute.get("key") == sc.RUN_ID:
+            value = attribute.get("value")
+            found = value.get("stringValue") if isinstance(value, dict) else None
+            return found if isinstance(found, str) else None
+    return None
