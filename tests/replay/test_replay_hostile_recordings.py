@@ -1,0 +1,117 @@
+"""Recordings edited by hand: each oddity is an error naming the file and where, never a silent choice.
+
+A payload nested deeper than JSON parsers go once failed only where replay or
+``show`` parsed it, read as a bug in spanreplay or as a change in the agent's
+code. Each edit below keeps the payloads' recorded size and sha256 in step, as
+a careful forger would.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from click.testing import CliRunner
+
+import spanreplay
+from spanreplay import OutcomeChangedError, TraceFormatError
+from spanreplay import _semconv as sc
+from spanreplay.cli import cli
+
+Span = dict[str, Any]
+
+
+@spanreplay.tool
+def lookup(n: int) -> dict[str, Any]:
+    return {"n": n, "draw": random.random()}
+
+
+def agent() -> list[Any]:
+    return [lookup(1), lookup(2)]
+
+
+@pytest.fixture
+def recorded(trace_dir: Path) -> tuple[Path, str]:
+    with spanreplay.record(agent="t") as run:
+        agent()
+    return trace_dir / f"{run.run_id}.jsonl", run.run_id
+
+
+def attributes(span: Span) -> dict[str, Any]:
+    return {a["key"]: a["value"] for a in span["attributes"]}
+
+
+def set_attribute(span: Span, key: str, value: dict[str, Any]) -> None:
+    span["attributes"] = [a for a in span["attributes"] if a["key"] != key] + [{"key": key, "value": value}]
+
+
+def set_payload(span: Span, name: str, text: str) -> None:
+    """A payload that passes the size and sha256 checks: both recomputed."""
+    data = text.encode()
+    set_attribute(span, name, {"stringValue": text})
+    set_attribute(span, name + sc.SIZE_SUFFIX, {"intValue": str(len(data))})
+    set_attribute(span, name + sc.SHA256_SUFFIX, {"stringValue": hashlib.sha256(data).hexdigest()})
+
+
+def is_step(seq: int) -> Callable[[Span], bool]:
+    return lambda span: attributes(span).get(sc.SEQ) == {"intValue": str(seq)}
+
+
+def edit(path: Path, which: Callable[[Span], bool], change: Callable[[Span], None], *, copy: bool = False) -> int:
+    """Change the span ``which`` picks (on a copy of its line, added after it, when ``copy``); its line number."""
+    out, found = [], 0
+    for number, line in enumerate(path.read_bytes().splitlines(), 1):
+        out.append(line)
+        doc = orjson.loads(line)
+        span = doc["resourceSpans"][0]["scopeSpans"][0]["spans"][0]
+        if which(span):
+            change(span)
+            out[-1:] = [line, orjson.dumps(doc)] if copy else [orjson.dumps(doc)]
+            found = number + copy
+    path.write_bytes(b"\n".join(out) + b"\n")
+    assert found
+    return found
+
+
+def deep(levels: int) -> str:
+    return "[" * levels + "]" * levels
+
+
+@pytest.mark.parametrize("payload", [sc.OUTPUT, sc.INPUT])
+def test_a_payload_nested_past_the_parser_fails_replay_as_the_recording_not_the_code(
+    recorded: tuple[Path, str], payload: str
+) -> None:
+    path, run_id = recorded
+    edit(path, is_step(1), lambda span: set_payload(span, payload, deep(100_000)))
+    with pytest.raises(TraceFormatError) as caught, spanreplay.replay(path, run_id):
+        agent()
+    assert not isinstance(caught.value, OutcomeChangedError)
+    message = str(caught.value)
+    assert message.startswith(f"Run {run_id} seq 1: the recorded payload in attribute {payload} nests deeper than")
+    assert f"({path} at byte " in message
+    assert "the file was edited or not written by spanreplay" in message
+
+
+def test_show_seq_of_a_payload_nested_past_the_parser_is_bad_input_not_an_internal_error(
+    recorded: tuple[Path, str],
+) -> None:
+    path, run_id = recorded
+    edit(path, is_step(2), lambda span: set_payload(span, sc.OUTPUT, deep(100_000)))
+    result = CliRunner().invoke(cli, ["show", str(path), run_id, "--seq", "2"], prog_name="spanreplay")
+    assert result.exit_code == 2, result.output
+    assert f"seq 2: the recorded payload in attribute {sc.OUTPUT} nests deeper than 1024 levels" in result.output
+    assert "internal error" not in result.output
+
+
+def test_payloads_a_parser_reads_are_not_refused_for_their_nesting(recorded: tuple[Path, str]) -> None:
+    path, run_id = recorded
+    edit(path, is_step(1), lambda span: set_payload(span, sc.OUTPUT, deep(1000)))
+    edit(path, is_step(2), lambda span: set_payload(span, sc.OUTPUT, orjson.dumps([[i] for i in range(5000)]).decode()))
+    log = spanreplay.load(path, run_id)
+    assert log.by_seq(2).output == [[i] for i in range(5000)]  # type: ignore[union-attr]
+    assert log.by_seq(1).output_json == deep(1000).encode()  # type: ignore[union-attr]
