@@ -2,14 +2,17 @@
 
 A payload nested deeper than JSON parsers go once failed only where replay or
 ``show`` parsed it, read as a bug in spanreplay or as a change in the agent's
-code. Each edit below keeps the payloads' recorded size and sha256 in step, as
-a careful forger would.
+code. A seq of 1.5, an empty call id or a negative start time were read as 1,
+``'None'`` and -1; of two ended copies of one span that disagree (two payloads,
+a run that ended ok and with an error) the first was served. Each edit below
+keeps the payloads' recorded size and sha256 in step, as a careful forger would.
 """
 
 from __future__ import annotations
 
 import hashlib
 import random
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -60,6 +63,10 @@ def set_payload(span: Span, name: str, text: str) -> None:
 
 def is_step(seq: int) -> Callable[[Span], bool]:
     return lambda span: attributes(span).get(sc.SEQ) == {"intValue": str(seq)}
+
+
+def is_ended_run_span(span: Span) -> bool:
+    return sc.RUN_STATUS in attributes(span) and span.get("endTimeUnixNano", "0") != "0"
 
 
 def edit(path: Path, which: Callable[[Span], bool], change: Callable[[Span], None], *, copy: bool = False) -> int:
@@ -115,3 +122,77 @@ def test_payloads_a_parser_reads_are_not_refused_for_their_nesting(recorded: tup
     log = spanreplay.load(path, run_id)
     assert log.by_seq(2).output == [[i] for i in range(5000)]  # type: ignore[union-attr]
     assert log.by_seq(1).output_json == deep(1000).encode()  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [({"doubleValue": 1.5}, "1.5"), ({"boolValue": True}, "True"), ({"stringValue": "1_0"}, "'1_0'"), ({}, "None")],
+)
+def test_a_seq_that_is_not_an_integer_is_refused_naming_it(
+    recorded: tuple[Path, str], value: dict[str, Any], shown: str
+) -> None:
+    path, run_id = recorded
+    edit(path, is_step(1), lambda span: set_attribute(span, sc.SEQ, value))
+    with pytest.raises(TraceFormatError, match=rf"^Attribute {sc.SEQ} is {shown}, not an integer \({path} at byte "):
+        spanreplay.load(path, run_id)
+
+
+@pytest.mark.parametrize("value", [{"doubleValue": 1.0}, {"stringValue": "1"}])
+def test_a_seq_written_as_a_whole_double_or_as_text_still_reads(
+    recorded: tuple[Path, str], value: dict[str, Any]
+) -> None:
+    path, run_id = recorded
+    edit(path, is_step(1), lambda span: set_attribute(span, sc.SEQ, value))
+    assert [event.seq for event in spanreplay.load(path, run_id)] == [1, 2]
+
+
+@pytest.mark.parametrize(("value", "shown"), [({}, "no value"), ({"stringValue": ""}, "an empty string")])
+def test_an_empty_call_id_is_refused_not_read_as_none(
+    recorded: tuple[Path, str], value: dict[str, Any], shown: str
+) -> None:
+    path, run_id = recorded
+    edit(path, is_step(2), lambda span: set_attribute(span, sc.CALL_ID, value))
+    with pytest.raises(TraceFormatError, match=rf"^Attribute {sc.CALL_ID} holds {shown}, not the text"):
+        spanreplay.load(path, run_id)
+
+
+@pytest.mark.parametrize("field", ["startTimeUnixNano", "endTimeUnixNano"])
+def test_a_negative_time_is_refused_naming_the_file_and_line(recorded: tuple[Path, str], field: str) -> None:
+    path, run_id = recorded
+    line = edit(path, is_step(1), lambda span: span.update({field: "-1"}))
+    with pytest.raises(TraceFormatError, match=rf"^{path}:{line} is not a trace .*expected {field} in nanoseconds"):
+        spanreplay.load(path, run_id)
+
+
+def test_two_ended_copies_of_a_step_with_different_payloads_are_refused_naming_both(
+    recorded: tuple[Path, str],
+) -> None:
+    path, run_id = recorded
+    edit(path, is_step(1), lambda span: set_payload(span, sc.OUTPUT, '{"n": 1, "draw": 0.5}'), copy=True)
+    with pytest.raises(TraceFormatError) as caught:
+        spanreplay.load(path, run_id)
+    message = str(caught.value)
+    assert f"Run {run_id} holds two ended copies of span " in message
+    assert f"that differ in {sc.OUTPUT}, {sc.OUTPUT}.sha256 and {sc.OUTPUT}.size ({path} at byte " in message
+    assert message.count(f"{path} at byte") == 2
+
+
+def test_identical_copies_of_a_span_are_merged_silently(recorded: tuple[Path, str]) -> None:
+    path, run_id = recorded
+    before = spanreplay.load(path, run_id)
+    edit(path, is_step(1), lambda span: None, copy=True)
+    edit(path, is_ended_run_span, lambda span: None, copy=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        after = spanreplay.load(path, run_id)
+    assert [e.output for e in after] == [e.output for e in before]
+    assert after.run.status == "ok"
+
+
+def test_a_run_span_that_ended_both_ok_and_with_an_error_is_refused(recorded: tuple[Path, str]) -> None:
+    path, run_id = recorded
+    edit(path, is_ended_run_span, lambda span: set_attribute(span, sc.RUN_STATUS, {"stringValue": "error"}), copy=True)
+    with pytest.raises(TraceFormatError, match=rf"^Run {run_id} holds two ended copies of span \w+ that differ in "):
+        spanreplay.load(path, run_id)
+    with pytest.raises(TraceFormatError), spanreplay.replay(path, run_id):
+        agent()
