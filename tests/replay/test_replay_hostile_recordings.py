@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import random
+import re
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -22,9 +23,11 @@ import pytest
 from click.testing import CliRunner
 
 import spanreplay
+from fixtures.backends import jaeger_trace
 from spanreplay import OutcomeChangedError, TraceFormatError
 from spanreplay import _semconv as sc
 from spanreplay.cli import cli
+from spanreplay.readers import iter_spans
 
 Span = dict[str, Any]
 
@@ -196,3 +199,26 @@ def test_a_run_span_that_ended_both_ok_and_with_an_error_is_refused(recorded: tu
         spanreplay.load(path, run_id)
     with pytest.raises(TraceFormatError), spanreplay.replay(path, run_id):
         agent()
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "expected"),
+    [("startTime", -5, "startTime in microseconds (zero or more), found -5"), ("duration", None, "-startTime or more")],
+)
+def test_a_jaeger_span_dated_before_1970_is_refused_naming_the_file(
+    recorded: tuple[Path, str], tmp_path: Path, field: str, value: int | None, expected: str
+) -> None:
+    path, run_id = recorded
+    trace = jaeger_trace(list(iter_spans(path)))
+    assert spanreplay.load(write_jaeger(tmp_path, trace), run_id).run.status == "ok"
+    span = trace["spans"][1]
+    span[field] = -span["startTime"] - 1 if value is None else value  # ends 1 µs before 1970
+    jaeger = write_jaeger(tmp_path, trace)
+    with pytest.raises(TraceFormatError, match=rf"^{jaeger}:1 is not a trace .*expected .*{re.escape(expected)}"):
+        spanreplay.load(jaeger, run_id)
+
+
+def write_jaeger(directory: Path, trace: dict[str, Any]) -> Path:
+    path = directory / "jaeger.json"
+    path.write_bytes(orjson.dumps({"data": [trace]}))
+    return path
