@@ -8,13 +8,16 @@ knows no exporter, no reader and no run.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from . import _semconv as sc
 from ._error_records import decode_error
 from ._events import Event, RunInfo
 from ._input_refs import INPUT_REF_ATTRIBUTES
 from ._payloads import COUNT_LIMIT_FIX, int_attribute, read_payload
 from ._spans import SpanRecord
-from .errors import PayloadIntegrityError, SchemaVersionError
+from .errors import PayloadIntegrityError, SchemaVersionError, TraceFormatError
 
 
 def schema_version(span: SpanRecord) -> int:
@@ -47,9 +50,10 @@ def span_to_event(span: SpanRecord) -> Event:
     """Decode one boundary span, verifying every payload."""
     attrs = span.attributes
     version = schema_version(span)
-    run_id = str(attrs[sc.RUN_ID])
-    seq = int_attribute(attrs, sc.SEQ, span.origin)
     where = span.origin or f"span {span.span_id}"
+    run_id = _text_attribute(attrs, sc.RUN_ID, where)
+    seq = int_attribute(attrs, sc.SEQ, span.origin)
+    call_id = _text_attribute(attrs, sc.CALL_ID, where)
     input_json = read_payload(attrs, sc.INPUT, run_id=run_id, seq=seq, origin=where)
     output_json = read_payload(attrs, sc.OUTPUT, run_id=run_id, seq=seq, origin=where)
     error_json = read_payload(attrs, sc.ERROR, run_id=run_id, seq=seq, origin=where)
@@ -78,9 +82,9 @@ def span_to_event(span: SpanRecord) -> Event:
     return Event(
         run_id=run_id,
         seq=seq,
-        call_id=str(attrs[sc.CALL_ID]),
-        kind=str(attrs.get(sc.KIND, "")),
-        key=str(attrs.get(sc.KEY, "")),
+        call_id=call_id,
+        kind=_text_attribute(attrs, sc.KIND, where, required=False),
+        key=_text_attribute(attrs, sc.KEY, where, required=False),
         input_json=input_json,
         output_json=output_json,
         error=decode_error(error_json, origin=where) if error_json is not None else None,
@@ -92,6 +96,25 @@ def span_to_event(span: SpanRecord) -> Event:
         end_ns=span.end_ns,
         attributes=extra,
         output_types=output_types,
+    )
+
+
+def _text_attribute(attrs: Mapping[str, Any], name: str, where: str, *, required: bool = True) -> str:
+    """A text attribute spanreplay writes; absent is "" when not ``required``.
+
+    ``str()`` of whatever is there would turn an empty OTLP value (None) into the
+    call id ``'None'``, one that the recording never had.
+    """
+    value = attrs.get(name)
+    if isinstance(value, str) and (value or not required):
+        return value
+    if value is None and not required and name not in attrs:
+        return ""
+    found = "an empty string" if value == "" else "no value" if value is None else f"{value!r}"
+    raise TraceFormatError(
+        f"Attribute {name} holds {found}, not the text spanreplay writes ({where}); the span was not "
+        "written by spanreplay or was edited.",
+        source=where,
     )
 
 

@@ -9,11 +9,14 @@ variable take its parsed value from there; the README's table is made from
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
-__all__ = ["VARIABLES", "Environment", "environment"]
+from .errors import ConfigurationError
+
+__all__ = ["VARIABLES", "Environment", "byte_size", "environment"]
 
 VARIABLES: Final[Mapping[str, str]] = {
     "SPANREPLAY_MODE": "Zero-code mode under `opentelemetry-instrument`: `record` or `replay` (unset: run live).",
@@ -33,6 +36,10 @@ VARIABLES: Final[Mapping[str, str]] = {
     "SPANREPLAY_JAEGER_HEADERS": "Headers for `jaeger+http(s)://` sources: `name=value,name2=value2`.",
     "SPANREPLAY_TEMPO_TOKEN": "A bearer token for `tempo+http(s)://` sources.",
     "SPANREPLAY_TEMPO_HEADERS": "Headers for `tempo+http(s)://` sources: `name=value,name2=value2`.",
+    "SPANREPLAY_MAX_LINE_BYTES": "The most bytes one line of a trace file (or a file that is one JSON document) "
+    "may hold once decompressed: bytes or `512M`, `2G`; `0` for no limit (default `256M`).",
+    "SPANREPLAY_MAX_FILE_BYTES": "The most bytes read from one trace file once decompressed, in the same units "
+    "(default `0`: no limit).",
 }
 
 _TRUE: Final = frozenset(("1", "true", "yes", "on"))
@@ -60,6 +67,10 @@ class Environment:
     jaeger_headers: str
     tempo_token: str
     tempo_headers: str
+    # As written: byte_size() parses them where they are used, so that a bad value
+    # fails what reads trace files, not every call that reads the environment.
+    max_line_bytes: str
+    max_file_bytes: str
 
     def backend(self, kind: str) -> tuple[str, str, str]:
         """A backend's (token, headers, name of its headers variable): kind is ``jaeger`` or ``tempo``."""
@@ -96,4 +107,26 @@ def environment(environ: Mapping[str, str] | None = None) -> Environment:
         jaeger_headers=env.get("SPANREPLAY_JAEGER_HEADERS", ""),
         tempo_token=env.get("SPANREPLAY_TEMPO_TOKEN", "").strip(),
         tempo_headers=env.get("SPANREPLAY_TEMPO_HEADERS", ""),
+        max_line_bytes=env.get("SPANREPLAY_MAX_LINE_BYTES", "").strip(),
+        max_file_bytes=env.get("SPANREPLAY_MAX_FILE_BYTES", "").strip(),
     )
+
+
+_SIZE: Final = re.compile(r"([0-9]{1,19})\s*([kmgt]?)(?:i?b)?", re.IGNORECASE)
+_UNITS: Final = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+
+def byte_size(text: str, name: str, default: int) -> int:
+    """A size such as ``1048576``, ``512M`` or ``2GiB`` (powers of 1024); ``default`` when empty.
+
+    Raises:
+        ConfigurationError: the text is not a size; the message names the variable.
+    """
+    if not text:
+        return default
+    match = _SIZE.fullmatch(text)
+    if match is None:
+        raise ConfigurationError(
+            f"{name} is {text!r}, not a size; write a number of bytes or one such as 512M or 2G, or 0 for no limit."
+        )
+    return int(match[1]) * _UNITS[match[2].lower()]

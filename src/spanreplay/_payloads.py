@@ -174,6 +174,7 @@ def read_payload(attributes: Mapping[str, Any], name: str, *, run_id: str, seq: 
             "match the recorded one"
         )
     else:
+        _check_parses(data, name, run_id=run_id, seq=seq, origin=origin)
         return data
     raise PayloadIntegrityError(
         f"Run {run_id} seq {seq}: attribute {name} {what} ({origin}). Nothing was replayed from it. "
@@ -185,6 +186,38 @@ def read_payload(attributes: Mapping[str, Any], name: str, *, run_id: str, seq: 
         found_size=len(data),
         source=origin,
     )
+
+
+# orjson reads JSON nested at most this deep; spanreplay itself writes at most 254
+# levels (orjson.dumps refuses more), so a deeper payload was made by hand.
+MAX_NESTING: Final = 1024
+
+
+def _check_parses(data: bytes, name: str, *, run_id: str, seq: int, origin: str) -> None:
+    """Refuse, at load, a verified payload that nests too deep to parse.
+
+    A payload whose sha256 was recomputed after an edit passes the digest check; nested
+    too deep it would fail later, where replay or show parses it, and read as a bug in
+    spanreplay or a change in the agent's code. Only a payload with more opening
+    brackets than the parser's depth can nest that deep, so only those are parsed here.
+    """
+    if data.count(b"[") + data.count(b"{") <= MAX_NESTING:
+        return
+    try:
+        orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        if "depth" in exc.msg or "recursion" in exc.msg:
+            what = (
+                f"nests deeper than {MAX_NESTING} levels, past what JSON parsers read (spanreplay records at most 254)"
+            )
+        else:
+            what = f"is not valid JSON ({exc.msg} at character {exc.pos})"
+        raise TraceFormatError(
+            f"Run {run_id} seq {seq}: the recorded payload in attribute {name} {what} ({origin}); its size and "
+            "sha256 match, so it was written that way: the file was edited or not written by spanreplay. "
+            "Nothing was replayed from it.",
+            source=origin,
+        ) from None
 
 
 def _jaeger_array(raw: str, expected_size: int) -> str | list[str]:
@@ -200,13 +233,26 @@ def _jaeger_array(raw: str, expected_size: int) -> str | list[str]:
 
 
 def int_attribute(attributes: Mapping[str, Any], name: str, origin: str) -> int:
-    """The integer attribute ``name``; TraceFormatError naming ``origin`` when it is not one."""
+    """The integer attribute ``name``; TraceFormatError naming ``origin`` when it is not one.
+
+    Only an integer, the decimal text of one (Jaeger and proto3 JSON write 64-bit
+    integers as text) or a double with no fraction: ``1.5`` or ``true`` read as 1
+    would silently pick a step the recording never numbered.
+    """
     value = attributes.get(name)
-    try:
-        return int(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError, OverflowError):  # OverflowError: a double that is infinite
-        raise TraceFormatError(
-            f"Attribute {name} is {value!r}, not an integer ({origin}); the span was not "
-            "written by spanreplay or was edited.",
-            source=origin,
-        ) from None
+    if type(value) is int:
+        return value
+    if isinstance(value, str) and _INTEGER.fullmatch(value):
+        return int(value)
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    raise TraceFormatError(
+        f"Attribute {name} is {value!r}, not an integer ({origin}); the span was not "
+        "written by spanreplay or was edited.",
+        source=origin,
+    )
+
+
+# ASCII digits only (int() would also take spaces, underscores and other scripts' digits);
+# 19 digits keep the value in a 64-bit integer's range, as every writer's is.
+_INTEGER: Final = re.compile(r"-?[0-9]{1,19}")

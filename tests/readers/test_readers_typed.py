@@ -127,9 +127,11 @@ STATUSES = st.one_of(
     st.fixed_dictionaries({}, optional={"code": st.sampled_from([0, 1, 2, "STATUS_CODE_ERROR"]), "message": st.text()}),
 )
 COUNTS = st.integers(min_value=0, max_value=2**32)
+# Times are zero or more: a negative one is refused (test_a_negative_time_is_refused_by_both_paths).
+TIMES = st.integers(min_value=0, max_value=2**63 - 1).flatmap(int64)
 EVENTS = st.lists(
     st.fixed_dictionaries(
-        {"name": st.text(max_size=6), "timeUnixNano": INT64.flatmap(int64)},
+        {"name": st.text(max_size=6), "timeUnixNano": TIMES},
         optional={"attributes": ATTRIBUTES, "droppedAttributesCount": COUNTS},
     ),
     max_size=2,
@@ -146,8 +148,8 @@ SPANS = st.fixed_dictionaries(
     optional={
         "parentSpanId": st.one_of(ids(8), st.just(""), st.none()),
         "kind": KINDS,
-        "startTimeUnixNano": INT64.flatmap(int64),
-        "endTimeUnixNano": INT64.flatmap(int64),
+        "startTimeUnixNano": TIMES,
+        "endTimeUnixNano": TIMES,
         "attributes": ATTRIBUTES,
         "status": STATUSES | st.none(),
         "traceState": st.text(max_size=8),
@@ -191,6 +193,23 @@ def documents(draw: st.DrawFn) -> dict[str, Any]:
 @given(documents())
 def test_generated_documents_read_alike_and_the_fast_path_takes_them(doc: dict[str, Any]) -> None:
     assert agrees(orjson.dumps(doc) + b"\n")
+
+
+@PROFILE
+@given(
+    st.sampled_from(["startTimeUnixNano", "endTimeUnixNano", "timeUnixNano"]),
+    st.integers(min_value=-(2**63), max_value=-1).flatmap(int64),
+)
+def test_a_negative_time_is_refused_by_both_paths(field: str, time: Any) -> None:
+    span: dict[str, Any] = {"traceId": "ab" * 16, "spanId": "cd" * 8, "name": "s"}
+    if field == "timeUnixNano":
+        span["events"] = [{"name": "e", field: time}]
+    else:
+        span[field] = time
+    line = orjson.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}) + b"\n"
+    assert line_spans(line, ORIGIN) is None
+    assert checked(line).startswith("refused: span 0 's': expected ")
+    assert checked(line).endswith(f" (zero or more), found {int(time)}")
 
 
 def test_third_party_lines_read_alike_and_the_otlp_ones_take_the_fast_path() -> None:

@@ -88,6 +88,18 @@ def count(value: Any, what: str) -> int:
     return number
 
 
+def timestamp(value: Any, what: str) -> int:
+    """A time in Unix nanoseconds (or microseconds): an integer, zero (not set) or more.
+
+    A negative time is no time at all: kept, it would date the span before 1970
+    and order it before every other.
+    """
+    number = integer(value, what)
+    if number < 0:
+        raise MalformedTrace(f"expected {what} (zero or more), found {number}")
+    return number
+
+
 _NON_FINITE = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}
 
 

@@ -13,7 +13,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from .._spans import SpanEventRecord, SpanLinkRecord, SpanRecord
-from ._base import MalformedTrace, array, base64_bytes, integer, number, obj, text
+from ._base import MalformedTrace, array, base64_bytes, integer, number, obj, text, timestamp
 
 _KINDS = {"unspecified": 0, "internal": 1, "server": 2, "client": 3, "producer": 4, "consumer": 5}
 _STATUS = {"OK": 1, "ERROR": 2}
@@ -84,8 +84,12 @@ def _span(span: Mapping[str, Any], processes: Mapping[str, dict[str, Any]], orig
         links.append(SpanLinkRecord(trace_id=ref_trace, span_id=ref_span, attributes=attributes))
     if parent is None and span.get("parentSpanID"):
         parent = jaeger_id(span["parentSpanID"], 8)
-    start_us = integer(span.get("startTime", 0), "startTime in microseconds")
+    start_us = timestamp(span.get("startTime", 0), "startTime in microseconds")
     duration_us = integer(span.get("duration", 0), "duration in microseconds")
+    # A span that never ended (a crashed run's root, pushed as it was) comes back from
+    # Jaeger with the duration -startTime, so ending at 0; ending before that is not a time.
+    if start_us + duration_us < 0:
+        raise MalformedTrace(f"expected a duration in microseconds of -startTime or more, found {duration_us}")
     kind = _KINDS.get(str(tags.get("span.kind", "")).lower(), 0)
     status_code, status_message = _status(tags)
     scope_name = str(tags.get("otel.scope.name", tags.get("otel.library.name", "")))
@@ -135,7 +139,9 @@ def _log(log: Mapping[str, Any]) -> SpanEventRecord:
     fields = _tags(log.get("fields"))
     name = fields.pop("event", "") if isinstance(fields.get("event"), str) else ""
     return SpanEventRecord(
-        name=name, time_ns=integer(log.get("timestamp", 0), "a log timestamp in microseconds") * 1000, attributes=fields
+        name=name,
+        time_ns=timestamp(log.get("timestamp", 0), "a log timestamp in microseconds") * 1000,
+        attributes=fields,
     )
 
 

@@ -14,7 +14,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from .._spans import SpanEventRecord, SpanLinkRecord, SpanRecord
-from ._base import MalformedTrace, array, base64_bytes, count, integer, number, obj, text
+from ._base import MalformedTrace, array, base64_bytes, count, integer, number, obj, text, timestamp
 
 KIND_NAMES = {
     "SPAN_KIND_UNSPECIFIED": 0,
@@ -137,8 +137,8 @@ def _span(
         parent_span_id=parent,
         name=text(span.get("name", ""), "a span name"),
         kind=enum_value(span.get("kind", 0), KIND_NAMES, "a span kind"),
-        start_ns=integer(span.get("startTimeUnixNano", 0), "startTimeUnixNano in nanoseconds"),
-        end_ns=integer(span.get("endTimeUnixNano", 0), "endTimeUnixNano in nanoseconds"),
+        start_ns=timestamp(span.get("startTimeUnixNano", 0), "startTimeUnixNano in nanoseconds"),
+        end_ns=timestamp(span.get("endTimeUnixNano", 0), "endTimeUnixNano in nanoseconds"),
         attributes=key_values(span.get("attributes")),
         status_code=enum_value(status.get("code", 0), STATUS_NAMES, "a status code"),
         status_message=text(status.get("message", ""), "a status message"),
@@ -226,7 +226,7 @@ def _plain_span(
 def _event(event: Mapping[str, Any]) -> SpanEventRecord:
     return SpanEventRecord(
         name=text(event.get("name", ""), "an event name"),
-        time_ns=integer(event.get("timeUnixNano", 0), "an event's timeUnixNano"),
+        time_ns=timestamp(event.get("timeUnixNano", 0), "an event's timeUnixNano"),
         attributes=key_values(event.get("attributes")),
         dropped_attributes_count=count(event.get("droppedAttributesCount"), "droppedAttributesCount"),
     )

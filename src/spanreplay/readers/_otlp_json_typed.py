@@ -25,7 +25,7 @@ import msgspec
 from msgspec import UNSET, Meta, Struct, UnsetType
 
 from .._spans import SpanEventRecord, SpanLinkRecord, SpanRecord
-from ._base import MalformedTrace, base64_bytes, integer, number
+from ._base import MalformedTrace, base64_bytes, number, timestamp
 from ._otlp_json import KIND_NAMES, MAX_DEPTH, STATUS_NAMES, all_hex, enum_value, hex_id
 
 Int = Annotated[int, Meta(ge=-(2**63), le=2**63 - 1)]
@@ -201,15 +201,18 @@ def _span(
     else:
         code, status_message = status.code, status.message
         status_code = code if type(code) is int else enum_value(code, STATUS_NAMES, "a status code")
+    # int() of an int is the int, and of a string what the checked reader's integer() makes.
+    start_ns, end_ns = int(span.startTimeUnixNano), int(span.endTimeUnixNano)
+    if start_ns < 0 or end_ns < 0:
+        raise MalformedTrace("a negative time")  # the checked reader words it
     return SpanRecord(
         trace_id,
         span_id,
         span.name,
         parent or None,
         kind if type(kind) is int else enum_value(kind, KIND_NAMES, "a span kind"),
-        # int() of an int is the int, and of a string what the checked reader's integer() makes.
-        int(span.startTimeUnixNano),
-        int(span.endTimeUnixNano),
+        start_ns,
+        end_ns,
         _attributes(span.attributes),
         status_code,
         status_message,
@@ -230,7 +233,7 @@ def _span(
 def _event(event: Event) -> SpanEventRecord:
     return SpanEventRecord(
         name=event.name,
-        time_ns=integer(event.timeUnixNano, "an event's timeUnixNano"),
+        time_ns=timestamp(event.timeUnixNano, "an event's timeUnixNano"),
         attributes=_attributes(event.attributes),
         dropped_attributes_count=event.droppedAttributesCount,
     )

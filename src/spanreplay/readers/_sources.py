@@ -8,11 +8,18 @@ value; otherwise one JSON document; inside a document its keys tell OTLP from
 Jaeger, Jaeger's api/v3 and Tempo's two trace APIs. A file named on its own
 brings its rotated backups (the Collector's rotation names) along. Every failure
 leaves here as a ``TraceFormatError`` that names the file (and line) and the fix.
+
+A line is parsed whole, so it is held whole: one longer than a limit
+(``SPANREPLAY_MAX_LINE_BYTES``, once decompressed) is refused as soon as that
+much of it is read, and a file can be held to a limit too
+(``SPANREPLAY_MAX_FILE_BYTES``). A few kilobytes of gzip or zstd can inflate to
+one line of gigabytes, and reading it to its end would exhaust memory.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import glob
 import gzip
 import io
@@ -22,16 +29,18 @@ import re
 import sys
 import zlib
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Final
 
 import orjson
 
+from .._environment import byte_size, environment
 from .._spans import SpanRecord
 from ..errors import TraceFormatError
 from . import _otlp_json_typed, _otlp_proto, _records
 from ._base import Incomplete, MalformedTrace, NotATrace, warn
-from ._lines import line_number, matching_lines, numbered_lines
+from ._lines import LineTooLong, line_number, matching_lines, numbered_lines
 from ._zstd import MAGIC as _ZSTD_MAGIC
 from ._zstd import ZstdCutShort, ZstdError, ZstdStream
 from .documents import FORMATS, classify, document_spans, format_error
@@ -47,6 +56,31 @@ _GLOB_CHARS = frozenset("*?[")
 # The Collector's file rotation (lumberjack): traces.json -> traces-2024-05-01T10-00-00.000.json.
 _ROTATED = r"-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}\.\d{3}"
 _COMPRESSED_SUFFIXES = ("", ".gz", ".zst")
+# A span is kilobytes and a Collector's batch of them megabytes: no real line comes
+# near this, and a line this long already takes gigabytes to parse.
+DEFAULT_MAX_LINE_BYTES: Final = 256 << 20
+_LINE_LIMIT: Final = "SPANREPLAY_MAX_LINE_BYTES"
+_FILE_LIMIT: Final = "SPANREPLAY_MAX_FILE_BYTES"
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """What one line and one file may hold once decompressed, in bytes; None: no limit."""
+
+    line: int | None
+    file: int | None
+
+
+def limits() -> Limits:
+    """The limits the environment sets (read each time: a long-running process may change them).
+
+    Raises:
+        ConfigurationError: a limit that is not a size.
+    """
+    env = environment()
+    line = byte_size(env.max_line_bytes, _LINE_LIMIT, DEFAULT_MAX_LINE_BYTES)
+    file = byte_size(env.max_file_bytes, _FILE_LIMIT, 0)
+    return Limits(line=line or None, file=file or None)
 
 
 def expand(source: str | os.PathLike[str]) -> list[str]:
@@ -143,17 +177,35 @@ def read_file(name: str, *, contains: bytes | None = None, explicit: bool = True
             trace is skipped with a warning instead of failing.
     """
     shown = STDIN_NAME if name == STDIN else name
+    limit = limits()
 
     def locate(offset: int) -> int | None:
         """The line number at a byte offset, for messages: the file is read again up to it."""
         if name == STDIN:
             return None  # read once
-        with _open(name, shown) as again:
+        with _open(name, shown, None) as (again, _):
             return line_number(again, offset)
 
-    with _open(name, shown) as stream:
+    with _open(name, shown, limit.file) as (stream, compression):
         try:
-            yield from _read(shown, stream, contains, explicit, locate)
+            yield from _read(shown, stream, contains, explicit, locate, limit.line)
+        except LineTooLong as exc:
+            lineno = exc.lineno or (locate(exc.offset) if exc.offset is not None else None)
+            where = f"{shown}:{lineno}" if lineno is not None else f"{shown} at byte {exc.offset}"
+            raise TraceFormatError(
+                f"{where}: a line holds more than {_size(exc.limit)}{_inflated(compression)}, past the limit "
+                f"{_LINE_LIMIT} sets; no trace line is that long, so the file is damaged or was made to exhaust "
+                f"memory. If it is a real trace, raise the limit ({_raised(_LINE_LIMIT, exc.limit)}) and read it "
+                "again.",
+                source=shown,
+                line=lineno,
+            ) from None
+        except _FileTooLarge as exc:
+            raise TraceFormatError(
+                f"{shown} holds more than {_size(exc.limit)}{_inflated(compression)}, past the limit {_FILE_LIMIT} "
+                f"sets; if it is a real trace, raise the limit ({_raised(_FILE_LIMIT, exc.limit)}) and read it again.",
+                source=shown,
+            ) from None
         except EOFError as exc:
             # A compressed stream that ends early: the writer was stopped mid-file.
             what = "zstd" if isinstance(exc, ZstdCutShort) else "gzip"
@@ -161,17 +213,61 @@ def read_file(name: str, *, contains: bytes | None = None, explicit: bool = True
                 f"{shown} ends in the middle of its {what} stream (the writer was stopped); read everything before it."
             )
         except (OSError, zlib.error, ZstdError) as exc:
-            if isinstance(stream, gzip.GzipFile):
-                fix = "if it is gzip it is damaged, so copy or export it again"
-            elif isinstance(getattr(stream, "raw", None), ZstdStream):
-                fix = "if it is zstd it is damaged, so copy or export it again"
+            if compression:
+                fix = f"if it is {compression} it is damaged, so copy or export it again"
             else:
                 fix = "check the disk or copy the file again"
             raise TraceFormatError(f"{shown} cannot be read ({exc}); {fix}.", source=shown) from None
 
 
+def _size(limit: int) -> str:
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if limit >= 1 << shift and not limit % (1 << shift):
+            return f"{limit >> shift} {unit}"
+    return f"{limit} bytes"
+
+
+def _raised(variable: str, limit: int) -> str:
+    """The setting that raises a limit fourfold, or lifts it."""
+    larger = limit * 4
+    for suffix, shift in (("G", 30), ("M", 20), ("K", 10)):
+        if not larger % (1 << shift):
+            return f"{variable}={larger >> shift}{suffix}, or 0 for none"
+    return f"{variable}={larger}, or 0 for none"
+
+
+def _inflated(compression: str) -> str:
+    return f" once its {compression} is decompressed" if compression else ""
+
+
+class _FileTooLarge(Exception):
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"more than {limit} bytes")
+        self.limit = limit
+
+
+class _Capped(io.RawIOBase):
+    """The bytes of a stream, raising _FileTooLarge past ``limit`` of them."""
+
+    def __init__(self, inner: IO[bytes], limit: int) -> None:
+        self._inner = inner
+        self._limit = limit
+        self._read = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        size: int = self._inner.readinto(buffer)  # type: ignore[attr-defined]
+        self._read += size
+        if self._read > self._limit:
+            raise _FileTooLarge(self._limit)
+        return size
+
+
 @contextlib.contextmanager
-def _open(name: str, shown: str) -> Iterator[IO[bytes]]:
+def _open(name: str, shown: str, limit: int | None) -> Iterator[tuple[IO[bytes], str]]:
+    """The plain bytes of a file (or stdin), and the compression they were in ("" for none)."""
     raw: IO[bytes]
     try:
         raw = _stdin() if name == STDIN else open(name, "rb", buffering=_BUFFER)  # noqa: SIM115 (closed below)
@@ -188,13 +284,18 @@ def _open(name: str, shown: str) -> Iterator[IO[bytes]]:
             ) from None
         if magic[:2] == _GZIP_MAGIC:
             with gzip.GzipFile(fileobj=raw, mode="rb") as unzipped:
-                yield unzipped  # type: ignore[misc]
+                yield _capped(unzipped, limit), "gzip"  # type: ignore[arg-type]
         elif magic[:4] == _ZSTD_MAGIC:
             # A whole file in zstd (zstd's own tool, or a rotated file compressed later).
             with io.BufferedReader(ZstdStream(raw), 1 << 16) as unzstd:
-                yield unzstd
+                yield _capped(unzstd, limit), "zstd"
         else:
-            yield raw
+            yield _capped(raw, limit), ""
+
+
+def _capped(stream: IO[bytes], limit: int | None) -> IO[bytes]:
+    # Only with a limit: the extra layer costs a copy of every block.
+    return stream if limit is None else io.BufferedReader(_Capped(stream, limit), _BUFFER)
 
 
 def _stdin() -> IO[bytes]:
@@ -229,7 +330,12 @@ def _peek(stream: IO[bytes], size: int) -> bytes:
 
 
 def _read(
-    name: str, stream: IO[bytes], contains: bytes | None, explicit: bool, locate: Callable[[int], int | None]
+    name: str,
+    stream: IO[bytes],
+    contains: bytes | None,
+    explicit: bool,
+    locate: Callable[[int], int | None],
+    limit: int | None,
 ) -> Iterator[SpanRecord]:
     first: bytes | None
     raw_head = _peek(stream, 64)
@@ -240,7 +346,7 @@ def _read(
     if head and head[:1] not in b"{[":
         first, lineno, at = head, 1, 0  # not JSON: no need to read what may be one long binary "line"
     else:
-        first, lineno, at = _first_line(stream)
+        first, lineno, at = _first_line(stream, limit)
     if first is None:
         if explicit:
             raise TraceFormatError(
@@ -261,13 +367,21 @@ def _read(
         if not _cut_short(exc, first):
             # A syntax error inside the first line: JSON lines with a bad line, which
             # the filter may skip (another run's) or which fails naming its line.
-            yield from _read_lines(name, stream, contains, locate, start=lineno, offset=at, head=first)
+            yield from _read_lines(name, stream, contains, locate, limit, start=lineno, offset=at, head=first)
         elif not first.endswith(b"\n"):
             # One line, cut short: the writer was stopped while writing its only span.
             warn(f"{name}:{lineno}: the only line is cut short (the writer was stopped while writing it).")
         else:
-            # The start of a JSON document spread over many lines.
-            yield from _read_document(name, first + stream.read(), explicit)
+            # The start of a JSON document spread over many lines, parsed whole: held to the line limit.
+            data = first + (stream.read() if limit is None else stream.read(limit + 1 - len(first)))
+            if limit is not None and len(data) > limit:
+                raise TraceFormatError(
+                    f"{name} is one JSON document of more than {_size(limit)}, past the limit {_LINE_LIMIT} sets "
+                    f"(a document is parsed whole, as a line is); raise the limit ({_raised(_LINE_LIMIT, limit)}) "
+                    "to read it.",
+                    source=name,
+                ) from None
+            yield from _read_document(name, data, explicit)
         return
     try:
         classify(doc)
@@ -281,14 +395,17 @@ def _read(
             yield from document_spans(doc, f"{name}:{lineno}")
         except MalformedTrace as exc:
             raise format_error(exc, name, lineno) from None
-    yield from _read_lines(name, stream, contains, locate, start=lineno + 1, offset=at + len(first))
+    yield from _read_lines(name, stream, contains, locate, limit, start=lineno + 1, offset=at + len(first))
 
 
-def _first_line(stream: IO[bytes]) -> tuple[bytes | None, int, int]:
+def _first_line(stream: IO[bytes], limit: int | None) -> tuple[bytes | None, int, int]:
     """The first line that is not blank (a leading byte order mark removed), its number and offset."""
     lineno = offset = 0
-    for line in iter(stream.readline, b""):
+    read = stream.readline if limit is None else functools.partial(stream.readline, limit + 1)
+    for line in iter(read, b""):
         lineno += 1
+        if limit is not None and len(line) > limit:
+            raise LineTooLong(limit, lineno=lineno)
         stripped = line.removeprefix(_BOM) if lineno == 1 else line
         stripped = stripped.lstrip()
         if stripped:
@@ -326,6 +443,7 @@ def _read_lines(
     stream: IO[bytes],
     contains: bytes | None,
     locate: Callable[[int], int | None],
+    limit: int | None,
     *,
     start: int,
     offset: int,
@@ -334,14 +452,16 @@ def _read_lines(
     """The spans of each line from here on; ``head`` (line ``start``, at ``offset``) is already read."""
     located: Iterator[tuple[int | None, int, bytes]]
     if not contains:  # every line holds b"": nothing to filter
-        located = ((n, 0, line) for n, line in numbered_lines(stream, start=start, head=head))
+        located = ((n, 0, line) for n, line in numbered_lines(stream, start=start, head=head, limit=limit))
     elif head and contains in head:
         located = itertools.chain(
             [(start, offset, head)],
-            ((None, at, line) for at, line in matching_lines(stream, contains, offset=offset + len(head))),
+            ((None, at, line) for at, line in matching_lines(stream, contains, offset=offset + len(head), limit=limit)),
         )
     else:
-        located = ((None, at, line) for at, line in matching_lines(stream, contains, offset=offset + len(head)))
+        located = (
+            (None, at, line) for at, line in matching_lines(stream, contains, offset=offset + len(head), limit=limit)
+        )
     for lineno, at, line in located:
         if line.isspace():
             continue

@@ -69,13 +69,43 @@ def only_run(found: list[RunSummary], name: str) -> str:
 
 
 def dedupe(spans: Iterable[SpanRecord]) -> list[SpanRecord]:
-    """One span per (trace id, span id), preferring the copy that ended last."""
+    """One span per (trace id, span id), preferring the copy that ended last.
+
+    Copies of one span are exporter retries, or a run span written when it started
+    and again when it ended: an ended copy replaces one that never ended. Two ended
+    copies that record different things cannot both be the recording, and picking
+    one would replay a guess, so they raise a TraceFormatError naming both.
+    """
     seen: dict[tuple[str, str], SpanRecord] = {}
     for span in spans:
         previous = seen.get(span.key)
+        if previous is not None and previous.ended and span.ended:
+            _same_recording(previous, span)
         if previous is None or span.end_ns > previous.end_ns:
             seen[span.key] = span
     return list(seen.values())
+
+
+def _same_recording(first: SpanRecord, second: SpanRecord) -> None:
+    """Refuse two ended copies of one span that differ in what spanreplay reads from them."""
+    if first.attributes == second.attributes:
+        return  # the common case: a retried export, equal to the byte
+    names = sorted(
+        name
+        for name in first.attributes.keys() | second.attributes.keys()
+        if name.startswith("spanreplay.") and first.attributes.get(name) != second.attributes.get(name)
+    )
+    if not names:
+        return  # a processor on the way added or changed attributes of its own: the recording is the same
+    run_id = first.attributes.get(sc.RUN_ID)
+    listed = [*names[:3], f"{len(names) - 3} more"] if len(names) > 4 else names
+    shown = listed[0] if len(listed) == 1 else ", ".join(listed[:-1]) + " and " + listed[-1]
+    raise TraceFormatError(
+        f"Run {run_id} holds two ended copies of span {first.span_id} that differ in {shown} "
+        f"({first.origin} and {second.origin}), so which one was recorded cannot be told; remove the "
+        "wrong copy, or load the run's own trace file.",
+        source=second.origin,
+    )
 
 
 def build_log(run_id: str, spans: Iterable[SpanRecord], name: str, damage: Callable[[], str]) -> EventLog:
