@@ -304,3 +304,41 @@ def test_masking_switched_off_leaves_other_spans_as_they_are(tmp_path: Path) -> 
     dropped = guarded(finished, broken)
     assert sc.GEN_AI_INPUT_MESSAGES not in (dropped.attributes or {})
     provider.shutdown()
+
+
+# --- Postgres ----------------------------------------------------------------------------
+
+
+def test_no_secret_outside_the_payloads_reaches_the_postgres_rows(pg_dsn: str, tmp_path: Path) -> None:
+    import psycopg
+
+    provider = TracerProvider()
+    spanreplay.configure(
+        trace_dir=tmp_path / "traces", tracer_provider=provider, raise_internal_errors=True, postgres=pg_dsn
+    )
+    try:
+        run = spanreplay.record(agent=f"support for {EMAIL}")
+        with pytest.raises(LeakyError), run:
+            agent_with_secrets_outside_payloads()
+        with spanreplay.record(agent="keys") as keyed_run:
+            answer = customer_agent()
+        provider.force_flush()
+        with psycopg.connect(pg_dsn) as conn:
+            rows = conn.execute(
+                "SELECT row_to_json(s)::text FROM agent_steps s UNION ALL SELECT row_to_json(r)::text FROM agent_runs r"
+            ).fetchall()
+            keys = {row[0] for row in conn.execute("SELECT key FROM agent_steps WHERE run_id = %s", (run.run_id,))}
+        assert len(rows) == 3 + 3 + 2  # every step of both runs, and both runs
+        for (row,) in rows:
+            for secret in SECRETS:
+                assert secret not in row
+        masker = spanreplay.settings().masker
+        assert masker is not None
+        assert keys == {"claude", "charge", masker.scan_text(f"lookup {EMAIL}")[0]}
+
+        # Replay from Postgres: the masked keys match.
+        with spanreplay.replay(pg_dsn, keyed_run.run_id) as replaying:
+            assert customer_agent() == answer
+        assert replaying.outcome == "completed"
+    finally:
+        provider.shutdown()
