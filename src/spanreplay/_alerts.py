@@ -45,8 +45,14 @@ ALERT_LOGGER: Final = "spanreplay.alerts"
 logger = logging.getLogger(ALERT_LOGGER)
 
 
-def run_failed(run_id: str, agent: str, exc: BaseException, tb: TracebackType | None) -> str:
-    """Log the failure alert and note it on ``exc``; returns the replay command."""
+def run_failed(
+    run_id: str, agent: str, exc: BaseException, tb: TracebackType | None, *, error_type: str | None = None
+) -> str:
+    """Log the failure alert and note it on ``exc``; returns the replay command.
+
+    ``error_type``: the exception's class name as the run span records it (masked
+    where a detector fires); the class's own name when not given.
+    """
     command = replay_command(run_id, _entry(tb.tb_frame) if tb is not None else None)
     launch = _launches.get(run_id)
     if launch is not None and launch.trace_scope:
@@ -61,7 +67,7 @@ def run_failed(run_id: str, agent: str, exc: BaseException, tb: TracebackType | 
         "Run %s (agent %s) failed with %s; replay it offline with: %s",
         run_id,
         agent,
-        type(exc).__qualname__,
+        error_type if error_type is not None else type(exc).__qualname__,
         command_text,
         extra={sc.RUN_ID: run_id, sc.REPLAY_COMMAND: command},
     )

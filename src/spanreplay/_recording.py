@@ -20,7 +20,7 @@ from . import _semconv as sc
 from . import _typed
 from ._alerts import run_failed
 from ._calls import Call
-from ._config import settings
+from ._config import masker, settings
 from ._error_records import error_record
 from ._input_refs import InputHistory
 from ._payloads import add_payload, encode_input, encode_output
@@ -35,6 +35,7 @@ from .errors import (
     ConfigurationError,
 )
 from .masking import MaskingSession
+from .masking._names import NameMasker, masked_keys
 
 logger = logging.getLogger("spanreplay")
 
@@ -72,7 +73,20 @@ class RecordingRun(Run):
                 f"Run id {run_id!r} cannot name a trace file; use letters, digits, '_', '.' and '-' "
                 "(or leave run_id out to get run_YYYYMMDD_HHMMSS_xxxxxxxx)."
             )
-        super().__init__(run_id or new_run_id(), agent)
+        # Names outside the payloads (the agent, tool keys, exception classes) are masked
+        # where a detector fires; a run id is not: it names the trace file and every row
+        # of the run, and replay is asked for it by name. One that holds personal data or
+        # a secret is refused, without repeating it.
+        self._names = NameMasker(masker())
+        if run_id is not None:
+            fired = self._names.fires(run_id)
+            if fired:
+                raise ConfigurationError(
+                    f"The run id given holds what masking masks ({', '.join(fired)}): it would be written "
+                    "unmasked to the trace file name, every span and every row of the run. Give an id "
+                    "without personal data or secrets, or leave run_id out to get run_YYYYMMDD_HHMMSS_xxxxxxxx."
+                )
+        super().__init__(run_id or new_run_id(), self._names(agent))
         self.forked_from = forked_from
         self._span: trace.Span | None = None
         self._strict = False
@@ -130,12 +144,13 @@ class RecordingRun(Run):
                     span.set_status(Status(StatusCode.OK))
                 else:
                     attributes[sc.RUN_STATUS] = sc.RUN_STATUS_ERROR
-                    attributes[sc.ERROR_TYPE] = type(exc).__qualname__
+                    error_type = self._names(type(exc).__qualname__)
+                    attributes[sc.ERROR_TYPE] = error_type
                     record, masked = self.mask("run", self.agent, "error", error_record(exc))
                     add_payload(attributes, sc.RUN_ERROR, encode_output(record))
                     if masked:
                         attributes[sc.RUN_ERROR + sc.MASKED_SUFFIX] = masked
-                    span.set_status(Status(StatusCode.ERROR, type(exc).__qualname__))
+                    span.set_status(Status(StatusCode.ERROR, error_type))
                 span.set_attributes(attributes)
                 span.end()
         except Exception:
@@ -144,7 +159,7 @@ class RecordingRun(Run):
             self._deactivate()
         if span is not None and isinstance(exc, Exception):  # not for Ctrl-C or sys.exit()
             try:
-                run_failed(self.run_id, self.agent, exc, tb)
+                run_failed(self.run_id, self.agent, exc, tb, error_type=self._names(type(exc).__qualname__))
             except Exception:
                 self.internal_failure("log the failure alert")
 
@@ -174,6 +189,9 @@ class RecordingRun(Run):
         attributes: dict[str, Any] | None,
     ) -> Any:
         scope = self._scope()
+        # The key is in the call id, the span name and its attributes: masked first,
+        # as replay masks it before looking the call up.
+        key = self._names(key)
         # Ids are taken now, when the boundary is called, not when its work runs or
         # completes: sibling tasks of one gather() get their ordinals in call order.
         call_id = scope.next_call_id(kind, key)
@@ -315,6 +333,12 @@ class RecordingRun(Run):
                 # Values JSON cannot say (a datetime, a dataclass) are written as readable JSON
                 # and named by type tags beside it, so replay gives back the same types.
                 part, name, (value, types, unencodable) = "output", sc.OUTPUT, _typed.to_json(result)
+                if types is not None and self._masking is not None:
+                    # Tagged: it may hold dict keys that are not plain strings, kept as they are.
+                    rekeyed = masked_keys(result, self._names)
+                    if rekeyed is not result:
+                        result = rekeyed
+                        value, types, unencodable = _typed.to_json(result)
                 if unencodable:
                     _typed.report_unencodable(self, self.run_id, kind, key, unencodable)
             else:
@@ -330,10 +354,10 @@ class RecordingRun(Run):
             if types is not None:
                 add_payload(attributes, sc.OUTPUT_TYPES, types.encode())
             if exc is not None:
-                attributes[sc.ERROR_TYPE] = type(exc).__qualname__
+                attributes[sc.ERROR_TYPE] = self._names(type(exc).__qualname__)
             span.set_attributes(attributes)
             if exc is not None:
-                span.set_status(Status(StatusCode.ERROR, type(exc).__qualname__))
+                span.set_status(Status(StatusCode.ERROR, attributes[sc.ERROR_TYPE]))
             span.end()
         except Exception:
             self.internal_failure("finish a boundary span")
@@ -383,9 +407,16 @@ class RecordingRun(Run):
         return result.value, encode(result.value), orjson.dumps(result.fired_records()).decode()
 
     def mask_content(self, kind: str, key: str, attributes: dict[str, Any]) -> None:
-        """Mask the opt-in GenAI message-content attributes (JSON text) in place."""
+        """Mask the opt-in GenAI message-content attributes (JSON text) and the stop
+        sequences (the request's own strings) in place."""
         if self._masking is None:
             return
+        stops = attributes.get(sc.GEN_AI_REQUEST_STOP_SEQUENCES)
+        if isinstance(stops, (list, tuple)):
+            masked_stops, _ = self.mask(kind, key, "input", list(stops))
+            attributes[sc.GEN_AI_REQUEST_STOP_SEQUENCES] = (
+                tuple(str(s) for s in masked_stops) if isinstance(masked_stops, list) else (str(masked_stops),)
+            )
         for name, part in sc.CONTENT_ATTRIBUTES:
             text = attributes.get(name)
             if isinstance(text, str):
@@ -406,6 +437,7 @@ class RecordingRun(Run):
         span_name: str | None = None,
     ) -> Call:
         scope = self._scope()
+        key = self._names(key)
         call_id = scope.next_call_id(kind, key)
         seq = next(self._seq)
         span, child = self._start(scope, call_id, seq, kind, key, input, attributes)

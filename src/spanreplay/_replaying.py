@@ -38,6 +38,7 @@ from .errors import (
     former_names,
 )
 from .masking import MaskingSession
+from .masking._names import NameMasker
 
 logger = logging.getLogger("spanreplay")
 
@@ -73,6 +74,9 @@ class ReplayingRun(Run):
         if recorded is not None and recorded != current.fingerprint:
             raise ConfigurationError(_masking_mismatch(events.run_id, recorded, current.fingerprint))
         self._masking: MaskingSession | None = current.session() if current.enabled else None
+        # Keys and exception class names were recorded masked where a detector fired:
+        # the current ones are masked the same way before they are looked up or compared.
+        self._names = NameMasker(current)
 
     def refuse(self, error: SpanReplayError) -> None:
         self.engine.refuse(error)
@@ -103,7 +107,7 @@ class ReplayingRun(Run):
                 self.outcome = Outcome.DIVERGED
             return
         if exc is not None:
-            if recorded is not None and _same_error(recorded, exc, self._masked_message):
+            if recorded is not None and _same_error(recorded, exc, self._masked_message, self._names):
                 self.outcome = Outcome.REPRODUCED
                 return
             self.outcome = Outcome.FAILED
@@ -151,7 +155,9 @@ class ReplayingRun(Run):
         where = f" at seq {first.seq}" if isinstance(first, ReplayDivergenceError) and first.seq else ""
         if exc is None:
             then = "and the run then completed"
-        elif self.events.run.error is not None and _same_error(self.events.run.error, exc, self._masked_message):
+        elif self.events.run.error is not None and _same_error(
+            self.events.run.error, exc, self._masked_message, self._names
+        ):
             then = (
                 f"and the run then failed with the recorded error ({self.events.run.error}), which does "
                 "not count as reproduced: the replay had left the recorded path before it"
@@ -176,6 +182,7 @@ class ReplayingRun(Run):
         attributes: dict[str, Any] | None,
     ) -> Any:
         scope = self._scope()
+        key = self._names(key)
         call_id = scope.next_call_id(kind, key)
         seq = next(self._seq)
         event = self.engine.take(scope.call_id, call_id, kind, key, seq, self._encoded_input(kind, key, input, call_id))
@@ -199,6 +206,7 @@ class ReplayingRun(Run):
         and a large input is not encoded twice.
         """
         scope = self._scope()
+        key = self._names(key)
         call_id = scope.next_call_id(kind, key)
         seq = next(self._seq)
         data = self._encoded_input(kind, key, input, call_id, input_json)
@@ -281,12 +289,17 @@ async def _served_async(event: Event, decode: Decoder | None) -> Any:
     return _served(event, decode)
 
 
-def _same_error(recorded: ErrorInfo, exc: BaseException, message: Callable[[BaseException], str] = str) -> bool:
+def _same_error(
+    recorded: ErrorInfo,
+    exc: BaseException,
+    message: Callable[[BaseException], str] = str,
+    type_name: Callable[[str], str] = str,
+) -> bool:
     # The module is left out: a script recorded as __main__ replays imported under its own name.
     if isinstance(exc, RecordedError):
         # The recorded failure, served as RecordedError because its type could not be rebuilt.
         return (exc.type_name, exc.message) == (recorded.type_name, recorded.message)
-    name = type(exc).__qualname__
+    name = type_name(type(exc).__qualname__)
     if recorded.type_name != name and recorded.type_name not in former_names(name):
         return False
     return message(exc) == recorded.message

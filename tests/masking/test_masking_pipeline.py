@@ -317,10 +317,21 @@ def test_keys_that_mask_alike_stay_apart() -> None:
 def test_the_detectors_leave_numbers_as_they_are() -> None:
     # Ids are numbers far more often than card numbers are, and a masked value keeps
     # its JSON type: a number is masked only by a rule that names it (test_masking_types).
-    payload = {"card": 4111111111111111, "order": 1234567890123456, "n": 7, "ratio": 4111111111111111.0}
+    payload = {"card": 4111111111111111, "order": 1234567890123456, "n": 7, "ratio": 4111111111111111.5}
     result = PLAIN.mask("tool", "t", payload)
     assert result.value == payload
     assert not result.fired
+
+
+def test_a_whole_float_of_card_length_is_masked_as_a_float() -> None:
+    # No id is a float: a card number read into one (a spreadsheet, a JSON document) is masked.
+    result = PLAIN.mask("tool", "t", {"card": 4111111111111111.0, "order": 1234567890123456.0, "price": 12.0})
+    assert result.value == {"card": 0.0, "order": 1234567890123456.0, "price": 12.0}
+    assert result.fired == (("card", "payment_card"),)
+    keyed = Masker(MaskingConfig(key="k1")).mask("tool", "t", [4111111111111111.0]).value
+    assert type(keyed[0]) is float
+    assert keyed[0] != 4111111111111111.0
+    assert Masker(MaskingConfig(key="k1")).mask("tool", "t", keyed).value == keyed  # idempotent
 
 
 def test_objects_are_masked_in_the_form_the_codec_writes() -> None:

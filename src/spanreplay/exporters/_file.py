@@ -19,6 +19,7 @@ from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
 from .. import _semconv as sc
+from ._foreign import guarded
 from ._otlp_json import LineEncoder, attributes_of
 
 logger = logging.getLogger("spanreplay")
@@ -91,7 +92,8 @@ class DurableFileSpanProcessor(SpanProcessor):
             fd = self._fds.get(run_id)
             if fd is None:
                 fd = self._open(run_id)
-            os.write(fd, self._encoder.encode(span))
+            # Another instrumentation's span (the model SDK's own) has its content masked first.
+            os.write(fd, self._encoder.encode(guarded(span)))
             if self.fsync:
                 os.fsync(fd)
         except Exception:  # telemetry never breaks the agent

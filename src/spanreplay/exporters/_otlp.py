@@ -49,6 +49,7 @@ from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
+from ._foreign import guarded
 from ._otlp_endpoint import build_exporter, protocol_from_environment
 from ._otlp_failures import PUSH_HINT, cause, withholding
 
@@ -328,7 +329,9 @@ class OtlpSpanProcessor(SpanProcessor):
             except IndexError:
                 break
         if attempt or self.exporter.ready():
-            self.exporter.export(batch)  # a GuardedExporter: never raises
+            # Here, on the sender's thread, not in on_end: another instrumentation's span
+            # (the model SDK's own) has its content masked before it is encoded.
+            self.exporter.export([guarded(span) for span in batch])  # a GuardedExporter: never raises
         else:
             # The endpoint failed moments ago: encoding this batch only to fail again
             # would take the interpreter from the agent. An explicit flush still tries.

@@ -20,7 +20,7 @@ import orjson
 
 from ._paths import Cell, Segment, path_text
 from ._plan import Plan, StringCache
-from ._pseudonyms import Pseudonyms
+from ._pseudonyms import Pseudonyms, label_of
 from ._rules import DROP, PathRule
 from ._scanner import Scanner
 
@@ -35,6 +35,9 @@ _UNSEEN: Final[Any] = object()
 # Plain object keys remembered per plan (see Plan.plain_keys), and the longest.
 _PLAIN_KEYS_HELD: Final = 4096
 _PLAIN_KEY_MAX: Final = 64
+# Whole floats of 12 to 19 digits, the lengths of card numbers: scanned as their digits.
+_WHOLE_LOW: Final = 1e11
+_WHOLE_HIGH: Final = 1e19
 
 
 class Holder:
@@ -192,6 +195,8 @@ class Walk:
             return self.mapping(value, states)
         if kind is list or kind is tuple:
             return self.sequence(value, states)
+        if kind is float and value.is_integer() and _WHOLE_LOW <= abs(value) < _WHOLE_HIGH:
+            return self.whole_float(value)
         if kind is int or kind is float or kind is bool or value is None:
             # The detectors read strings only: a number stays the number it is, since
             # ids are numbers far more often than card numbers are, and a masked
@@ -204,6 +209,24 @@ class Walk:
         # the span codec would write for it.
         converted = orjson.loads(orjson.dumps(value, default=self.convert, option=SERIALIZE))
         return self.value(converted, states, container, slot)
+
+    def whole_float(self, value: float) -> float:
+        """A float that holds a whole number of card length, masked as a number where the
+        detectors find something in its digits.
+
+        Ids are integers, so an ``int`` is left to the rules (see ``value``); a float of
+        twelve digits or more with nothing after the point is no id nor a measure, and
+        is what a card number read from a spreadsheet or a JSON document becomes.
+        """
+        names = self.scan_key(str(int(value)))[1]
+        if not names:
+            return value
+        name = names[0]
+        detector = next((d for d in self.scanner.detectors if d.name == name), None)
+        self.order += 1
+        self.fire(name)
+        pseudonymize = detector is None or getattr(detector, "pseudonymize", True)
+        return float(self.pseudonyms.number(label_of(name), value, pseudonymize=pseudonymize))
 
     def string(self, text: str, container: Any, slot: Segment, cell: Cell = None) -> str:
         """The string itself for now; a slot is noted where a detector may change it.
@@ -255,6 +278,8 @@ class Walk:
         parent = self.path
         if states:
             for key, item in mapping.items():
+                if type(key) is not str:
+                    key = self._key(key)
                 self._entry(out, parent, key, item, states)
             self.path = parent
             return out
@@ -265,6 +290,8 @@ class Walk:
         plain = self.plain_keys
         pending = self.direct
         for key, item in mapping.items():
+            if type(key) is not str:
+                key = self._key(key)
             if type(key) is str and key not in plain and self._acts_on(key):
                 self._entry(out, parent, key, item, ())
                 continue
@@ -292,6 +319,23 @@ class Walk:
                 out[key] = new
         self.path = parent
         return out
+
+    def _key(self, key: Any) -> Any:
+        """An object key that is not a plain ``str``, as the walk reads it.
+
+        The JSON written for the payload holds every key as text: a ``str`` subclass
+        (a ``StrEnum``) as its text, an ``int`` (an ``IntEnum``) as its digits. A
+        ``str`` subclass is read as the text it is; an integer key becomes its text
+        only when a detector fires on it (a card or phone number as a key), and is
+        masked as that text, the form the recording holds it in anyway.
+        """
+        if isinstance(key, str):
+            return str.__str__(key)
+        if isinstance(key, int) and not isinstance(key, bool):
+            text = str(int(key))
+            if len(text) >= self.min_length and self.scan_key(text)[1]:
+                return text
+        return key
 
     def _acts_on(self, key: str) -> bool:
         """Whether the detectors mask object key ``key`` or a field-name rule of this walk

@@ -36,6 +36,7 @@ from psycopg_pool import ConnectionPool
 
 from .. import _semconv as sc
 from .._spans import SpanRecord, from_sdk_span
+from ..exporters._foreign import guarded
 from . import rows
 from .connect import check_dsn, connect_kwargs, describe, failure, session_settings
 
@@ -194,7 +195,7 @@ class PostgresSpanProcessor(SpanProcessor):
             return write
         to_params: Callable[[SpanRecord], dict[str, Any]] = rows.step_params if write.kind == _STEP else rows.run_params
         try:
-            write.params = to_params(from_sdk_span(write.span))
+            write.params = to_params(from_sdk_span(guarded(write.span)))
         except Exception:  # telemetry never breaks the agent
             with self._cond:
                 self.stats.invalid += 1
