@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 from fixtures.recordings import record_agent
 from spanreplay import ConfigurationError, SpanReplayWarning, TraceFormatError
 from spanreplay.readers import _lines, iter_spans
-from spanreplay.readers._sources import DEFAULT_MAX_LINE_BYTES, limits
+from spanreplay.readers._limits import DEFAULT_MAX_LINE_BYTES, limits
 
 MiB = 1 << 20
 HEAD = b'{"resourceSpans":[{"x":"'

@@ -29,17 +29,26 @@ import re
 import sys
 import zlib
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Final
+from typing import IO, Any
 
 import orjson
 
-from .._environment import byte_size, environment
 from .._spans import SpanRecord
 from ..errors import TraceFormatError
 from . import _otlp_json_typed, _otlp_proto, _records
 from ._base import Incomplete, MalformedTrace, NotATrace, warn
+from ._limits import (
+    BUFFER,
+    FILE_LIMIT,
+    LINE_LIMIT,
+    FileTooLarge,
+    capped,
+    inflated,
+    limits,
+    raised,
+    size_text,
+)
 from ._lines import LineTooLong, line_number, matching_lines, numbered_lines
 from ._zstd import MAGIC as _ZSTD_MAGIC
 from ._zstd import ZstdCutShort, ZstdError, ZstdStream
@@ -47,40 +56,12 @@ from .documents import FORMATS, classify, document_spans, format_error
 
 STDIN = "-"
 STDIN_NAME = "<stdin>"
-# Lines of a trace file run to tens of kilobytes: with the default 8 KiB buffer, splitting
-# them into lines costs several times what it does with a buffer of a megabyte.
-_BUFFER = 1 << 20
 _GZIP_MAGIC = b"\x1f\x8b"
 _BOM = b"\xef\xbb\xbf"
 _GLOB_CHARS = frozenset("*?[")
 # The Collector's file rotation (lumberjack): traces.json -> traces-2024-05-01T10-00-00.000.json.
 _ROTATED = r"-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}\.\d{3}"
 _COMPRESSED_SUFFIXES = ("", ".gz", ".zst")
-# A span is kilobytes and a Collector's batch of them megabytes: no real line comes
-# near this, and a line this long already takes gigabytes to parse.
-DEFAULT_MAX_LINE_BYTES: Final = 256 << 20
-_LINE_LIMIT: Final = "SPANREPLAY_MAX_LINE_BYTES"
-_FILE_LIMIT: Final = "SPANREPLAY_MAX_FILE_BYTES"
-
-
-@dataclass(frozen=True, slots=True)
-class Limits:
-    """What one line and one file may hold once decompressed, in bytes; None: no limit."""
-
-    line: int | None
-    file: int | None
-
-
-def limits() -> Limits:
-    """The limits the environment sets (read each time: a long-running process may change them).
-
-    Raises:
-        ConfigurationError: a limit that is not a size.
-    """
-    env = environment()
-    line = byte_size(env.max_line_bytes, _LINE_LIMIT, DEFAULT_MAX_LINE_BYTES)
-    file = byte_size(env.max_file_bytes, _FILE_LIMIT, 0)
-    return Limits(line=line or None, file=file or None)
 
 
 def expand(source: str | os.PathLike[str]) -> list[str]:
@@ -193,17 +174,17 @@ def read_file(name: str, *, contains: bytes | None = None, explicit: bool = True
             lineno = exc.lineno or (locate(exc.offset) if exc.offset is not None else None)
             where = f"{shown}:{lineno}" if lineno is not None else f"{shown} at byte {exc.offset}"
             raise TraceFormatError(
-                f"{where}: a line holds more than {_size(exc.limit)}{_inflated(compression)}, past the limit "
-                f"{_LINE_LIMIT} sets; no trace line is that long, so the file is damaged or was made to exhaust "
-                f"memory. If it is a real trace, raise the limit ({_raised(_LINE_LIMIT, exc.limit)}) and read it "
+                f"{where}: a line holds more than {size_text(exc.limit)}{inflated(compression)}, past the limit "
+                f"{LINE_LIMIT} sets; no trace line is that long, so the file is damaged or was made to exhaust "
+                f"memory. If it is a real trace, raise the limit ({raised(LINE_LIMIT, exc.limit)}) and read it "
                 "again.",
                 source=shown,
                 line=lineno,
             ) from None
-        except _FileTooLarge as exc:
+        except FileTooLarge as exc:
             raise TraceFormatError(
-                f"{shown} holds more than {_size(exc.limit)}{_inflated(compression)}, past the limit {_FILE_LIMIT} "
-                f"sets; if it is a real trace, raise the limit ({_raised(_FILE_LIMIT, exc.limit)}) and read it again.",
+                f"{shown} holds more than {size_text(exc.limit)}{inflated(compression)}, past the limit {FILE_LIMIT} "
+                f"sets; if it is a real trace, raise the limit ({raised(FILE_LIMIT, exc.limit)}) and read it again.",
                 source=shown,
             ) from None
         except EOFError as exc:
@@ -220,57 +201,12 @@ def read_file(name: str, *, contains: bytes | None = None, explicit: bool = True
             raise TraceFormatError(f"{shown} cannot be read ({exc}); {fix}.", source=shown) from None
 
 
-def _size(limit: int) -> str:
-    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
-        if limit >= 1 << shift and not limit % (1 << shift):
-            return f"{limit >> shift} {unit}"
-    return f"{limit} bytes"
-
-
-def _raised(variable: str, limit: int) -> str:
-    """The setting that raises a limit fourfold, or lifts it."""
-    larger = limit * 4
-    for suffix, shift in (("G", 30), ("M", 20), ("K", 10)):
-        if not larger % (1 << shift):
-            return f"{variable}={larger >> shift}{suffix}, or 0 for none"
-    return f"{variable}={larger}, or 0 for none"
-
-
-def _inflated(compression: str) -> str:
-    return f" once its {compression} is decompressed" if compression else ""
-
-
-class _FileTooLarge(Exception):
-    def __init__(self, limit: int) -> None:
-        super().__init__(f"more than {limit} bytes")
-        self.limit = limit
-
-
-class _Capped(io.RawIOBase):
-    """The bytes of a stream, raising _FileTooLarge past ``limit`` of them."""
-
-    def __init__(self, inner: IO[bytes], limit: int) -> None:
-        self._inner = inner
-        self._limit = limit
-        self._read = 0
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        size: int = self._inner.readinto(buffer)  # type: ignore[attr-defined]
-        self._read += size
-        if self._read > self._limit:
-            raise _FileTooLarge(self._limit)
-        return size
-
-
 @contextlib.contextmanager
 def _open(name: str, shown: str, limit: int | None) -> Iterator[tuple[IO[bytes], str]]:
     """The plain bytes of a file (or stdin), and the compression they were in ("" for none)."""
     raw: IO[bytes]
     try:
-        raw = _stdin() if name == STDIN else open(name, "rb", buffering=_BUFFER)  # noqa: SIM115 (closed below)
+        raw = _stdin() if name == STDIN else open(name, "rb", buffering=BUFFER)  # noqa: SIM115 (closed below)
     except OSError as exc:
         raise TraceFormatError(
             f"Cannot open {shown}: {exc.strerror or exc}; check the path and its permissions.", source=shown
@@ -284,18 +220,13 @@ def _open(name: str, shown: str, limit: int | None) -> Iterator[tuple[IO[bytes],
             ) from None
         if magic[:2] == _GZIP_MAGIC:
             with gzip.GzipFile(fileobj=raw, mode="rb") as unzipped:
-                yield _capped(unzipped, limit), "gzip"  # type: ignore[arg-type]
+                yield capped(unzipped, limit), "gzip"  # type: ignore[arg-type]
         elif magic[:4] == _ZSTD_MAGIC:
             # A whole file in zstd (zstd's own tool, or a rotated file compressed later).
             with io.BufferedReader(ZstdStream(raw), 1 << 16) as unzstd:
-                yield _capped(unzstd, limit), "zstd"
+                yield capped(unzstd, limit), "zstd"
         else:
-            yield _capped(raw, limit), ""
-
-
-def _capped(stream: IO[bytes], limit: int | None) -> IO[bytes]:
-    # Only with a limit: the extra layer costs a copy of every block.
-    return stream if limit is None else io.BufferedReader(_Capped(stream, limit), _BUFFER)
+            yield capped(raw, limit), ""
 
 
 def _stdin() -> IO[bytes]:
@@ -376,8 +307,8 @@ def _read(
             data = first + (stream.read() if limit is None else stream.read(limit + 1 - len(first)))
             if limit is not None and len(data) > limit:
                 raise TraceFormatError(
-                    f"{name} is one JSON document of more than {_size(limit)}, past the limit {_LINE_LIMIT} sets "
-                    f"(a document is parsed whole, as a line is); raise the limit ({_raised(_LINE_LIMIT, limit)}) "
+                    f"{name} is one JSON document of more than {size_text(limit)}, past the limit {LINE_LIMIT} sets "
+                    f"(a document is parsed whole, as a line is); raise the limit ({raised(LINE_LIMIT, limit)}) "
                     "to read it.",
                     source=name,
                 ) from None
