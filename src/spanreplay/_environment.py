@@ -27,6 +27,7 @@ VARIABLES: Final[Mapping[str, str]] = {
     "SPANREPLAY_INPUT_REFS": "`0`, `false`, `no` or `off`: write every model input whole, not as a reference.",
     "SPANREPLAY_POSTGRES_DSN": "Also write every step to Postgres (`postgresql://...`).",
     "SPANREPLAY_POSTGRES_MODE": "`batch`: commit Postgres rows in batches rather than per step.",
+    "SPANREPLAY_POSTGRES_WAIT": "Most seconds a boundary waits for its Postgres row (default `0.2`; `0`: never).",
     "SPANREPLAY_PRICES": "A price file (JSON or YAML) on top of the built-in model prices.",
     "SPANREPLAY_ANTHROPIC_SDK_SPANS": "`1` or `true`: keep the Anthropic SDK's own spans beside spanreplay's.",
     "SPANREPLAY_JAEGER_TOKEN": "A bearer token for `jaeger+http(s)://` sources.",
@@ -54,6 +55,7 @@ class Environment:
     input_refs: bool
     postgres_dsn: str | None
     postgres_batch: bool
+    postgres_wait: float | None
     prices: str
     anthropic_sdk_spans: bool
     jaeger_token: str
@@ -90,6 +92,7 @@ def environment(environ: Mapping[str, str] | None = None) -> Environment:
         input_refs=env.get("SPANREPLAY_INPUT_REFS", "1").strip().lower() not in _OFF,
         postgres_dsn=text("SPANREPLAY_POSTGRES_DSN"),
         postgres_batch=env.get("SPANREPLAY_POSTGRES_MODE", "").lower() in ("batch", "batched"),
+        postgres_wait=_seconds(env.get("SPANREPLAY_POSTGRES_WAIT", "")),
         prices=env.get("SPANREPLAY_PRICES", "").strip(),
         anthropic_sdk_spans=flag("SPANREPLAY_ANTHROPIC_SDK_SPANS"),
         jaeger_token=env.get("SPANREPLAY_JAEGER_TOKEN", "").strip(),
@@ -97,3 +100,12 @@ def environment(environ: Mapping[str, str] | None = None) -> Environment:
         tempo_token=env.get("SPANREPLAY_TEMPO_TOKEN", "").strip(),
         tempo_headers=env.get("SPANREPLAY_TEMPO_HEADERS", ""),
     )
+
+
+def _seconds(text: str) -> float | None:
+    """A number of seconds, 0 or more; None when unset or not one (the default applies)."""
+    try:
+        value = float(text.strip().removesuffix("s"))
+    except ValueError:
+        return None
+    return value if value >= 0 else None
