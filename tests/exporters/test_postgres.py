@@ -38,6 +38,15 @@ from spanreplay import RunNotFoundError
 DOWN_DSN = "postgresql://postgres@127.0.0.1:1/test"
 
 
+def wait_for_error(caplog: pytest.LogCaptureFixture, seconds: float = 10) -> None:
+    """Until spanreplay logged an error, or ``seconds`` passed."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if any(r.name == "spanreplay" and r.levelno >= logging.ERROR for r in caplog.records):
+            return
+        time.sleep(0.05)
+
+
 def query(dsn: str, sql: str, params: Any = None) -> list[tuple[Any, ...]]:
     import psycopg
 
@@ -45,9 +54,16 @@ def query(dsn: str, sql: str, params: Any = None) -> list[tuple[Any, ...]]:
         return conn.execute(sql, params).fetchall()  # type: ignore[arg-type]
 
 
+# A wait no commit on a loaded test machine reaches: every boundary returns after its commit.
+GENEROUS_WAIT = "60"
+
+
 @pytest.fixture
-def recording(pg_dsn: str, tmp_path: Path, provider: TracerProvider) -> tuple[Path, str]:
+def recording(
+    pg_dsn: str, tmp_path: Path, provider: TracerProvider, monkeypatch: pytest.MonkeyPatch
+) -> tuple[Path, str]:
     """spanreplay writing this test's runs to a trace directory and to Postgres, per step."""
+    monkeypatch.setenv("SPANREPLAY_POSTGRES_WAIT", GENEROUS_WAIT)
     directory = tmp_path / "traces"
     spanreplay.configure(trace_dir=directory, tracer_provider=provider, raise_internal_errors=True, postgres=pg_dsn)
     return directory, pg_dsn
@@ -334,10 +350,7 @@ def test_a_database_that_is_down_never_breaks_the_agent_and_export_fills_the_row
     elapsed = time.monotonic() - started
     # Bounded: the first boundary waits postgres_wait at most, the others not at all.
     assert elapsed < 3.0
-    # The writer thread finds the database down in the background.
-    deadline = time.monotonic() + 10
-    while processor.stats.failures < 1 and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_for_error(caplog)  # the writer thread finds it in the background
     assert processor.stats.failures >= 1
     assert processor.stats.steps_written == 0
     errors = [r for r in caplog.records if r.name == "spanreplay" and r.levelno >= logging.ERROR]
@@ -413,6 +426,7 @@ def _child(dsn: str, trace_dir: Path, run_id: str, steps: int, hang: bool) -> su
         [sys.executable, "-c", CHILD, dsn, str(trace_dir), run_id, str(steps), "hang" if hang else "end"],
         stdout=subprocess.PIPE,
         text=True,
+        env={**os.environ, "SPANREPLAY_POSTGRES_WAIT": GENEROUS_WAIT},
     )
 
 
@@ -684,6 +698,7 @@ def test_recording_into_a_database_without_the_tables_logs_the_upgrade_command_o
         for i in range(5):
             spanreplay.boundary("tool", "step", {"i": i}, lambda i=i: i)
     assert len(spanreplay.load(tmp_path, run.run_id)) == 5
+    wait_for_error(caplog)  # the writer thread finds it in the background
     errors = [r.getMessage() for r in caplog.records if r.name == "spanreplay" and r.levelno >= logging.ERROR]
     assert len(errors) == 1
     assert "The spanreplay tables are missing: run `spanreplay db upgrade postgresql://" in errors[0]

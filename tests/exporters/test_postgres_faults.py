@@ -206,3 +206,53 @@ def test_a_row_the_server_refuses_is_set_aside_with_its_reason_and_the_others_go
     assert "no_forbidden" in errors[0]
     assert "set aside and not retried" in errors[0]
     assert "spanreplay export traces/" in errors[0]
+
+
+# --- the setting ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("value", "expected"), [("0", 0.0), ("1.5", 1.5), ("", 0.2), ("soon", 0.2), ("-1", 0.2)])
+def test_the_wait_comes_from_the_environment_for_a_dsn(
+    psycopg_installed: None,
+    tmp_path: Path,
+    provider: TracerProvider,
+    monkeypatch: pytest.MonkeyPatch,
+    value: str,
+    expected: float,
+) -> None:
+    monkeypatch.setenv("SPANREPLAY_POSTGRES_WAIT", value)
+    config = spanreplay.configure(
+        trace_dir=tmp_path, tracer_provider=provider, postgres="postgresql://postgres@127.0.0.1:1/test"
+    )
+    assert config.postgres_processor is not None
+    assert config.postgres_processor.postgres_wait == expected
+
+
+def test_a_negative_wait_is_refused(psycopg_installed: None) -> None:
+    from spanreplay.postgres import PostgresSpanProcessor
+
+    with pytest.raises(ValueError, match="postgres_wait"):
+        PostgresSpanProcessor("postgresql://postgres@127.0.0.1:1/test", postgres_wait=-1)
+
+
+def test_a_zero_wait_never_holds_a_boundary_and_every_row_still_arrives(
+    cluster: Cluster, tmp_path: Path, provider: TracerProvider
+) -> None:
+    from spanreplay.postgres import PostgresSpanProcessor
+
+    directory = tmp_path / "traces"
+    processor = PostgresSpanProcessor(cluster.dsn, postgres_wait=0)
+    spanreplay.configure(trace_dir=directory, tracer_provider=provider, raise_internal_errors=True, postgres=processor)
+    cluster.freeze()
+    safety = threading.Timer(15, cluster.thaw)
+    safety.start()
+    try:
+        with spanreplay.record(agent="no-wait") as run:
+            latencies = [timed_boundary(i) for i in range(20)]
+    finally:
+        safety.cancel()
+        cluster.thaw()
+    assert sum(latencies) < MARGIN
+    assert processor.stats.late == 0
+    assert processor.force_flush(20_000)
+    assert spanreplay.load(cluster.dsn, run.run_id) == spanreplay.load(directory, run.run_id)
