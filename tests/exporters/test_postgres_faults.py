@@ -202,7 +202,8 @@ def test_a_row_the_server_refuses_is_set_aside_with_its_reason_and_the_others_go
     assert seqs == [e.seq for e in spanreplay.load(directory, run.run_id) if e.key == "fine"]
     errors = [r.getMessage() for r in caplog.records if r.name == "spanreplay" and r.levelno >= logging.ERROR]
     assert len(errors) == 1  # the second refusal of the same kind is only counted
-    assert "refused the agent_steps row of run " + run.run_id in errors[0]
+    first_refused = next(e.seq for e in spanreplay.load(directory, run.run_id) if e.key == "forbidden")
+    assert f"refused the agent_steps row of run {run.run_id} step {first_refused}: " in errors[0]
     assert "no_forbidden" in errors[0]
     assert "set aside and not retried" in errors[0]
     assert "spanreplay export traces/" in errors[0]

@@ -340,8 +340,9 @@ class PostgresSpanProcessor(SpanProcessor):
 
     def _set_aside(self, write: _Write, exc: Exception) -> None:
         params = write.params or {}
-        what = f"step {params.get('step_number')}" if write.kind == _STEP else "run row"
-        table = "agent_steps" if write.kind == _STEP else "agent_runs"
+        row = f"agent_steps row of run {params.get('run_id')} step {params.get('step_number')}"
+        if write.kind == _RUN:
+            row = f"agent_runs row of run {params.get('run_id')}"
         code = getattr(getattr(exc, "diag", None), "sqlstate", None) or type(exc).__name__
         with self._cond:
             write.settled = True
@@ -350,11 +351,11 @@ class PostgresSpanProcessor(SpanProcessor):
             self._reported_refusals.add((write.kind, code))
             self._cond.notify_all()
         message = (
-            "spanreplay: %s refused the %s row of run %s, %s (%s); it is set aside and not retried, and the "
-            "rows after it go on. The trace file keeps the step: once the cause is fixed (the value or the "
-            "constraint named above), `spanreplay export traces/ %s` fills it in."
+            "spanreplay: %s refused the %s: %s. The row is set aside and not retried, and the rows after it "
+            "go on. The trace file keeps it: once the cause is fixed (the value or the constraint named "
+            "above), `spanreplay export traces/ %s` fills it in."
         )
-        args = (self._where, table, params.get("run_id"), what, first_line(exc), self._where)
+        args = (self._where, row, first_line(exc), self._where)
         if first:
             logger.error(message, *args)
         else:
