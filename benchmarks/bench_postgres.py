@@ -61,7 +61,8 @@ def measure(*, calls: int, repeats: int) -> list[Figure]:
     dsn = f"{DSN}{'&' if '?' in DSN else '?'}options=-csearch_path%3D{schema}"
     workdir = Path(tempfile.mkdtemp(prefix="spanreplay-bench-"))
     provider = TracerProvider(resource=Resource.create({"service.name": "bench"}))
-    per_step = PostgresSpanProcessor(dsn)
+    # A wait long enough that every boundary returns after its commit: the durable per-step cost.
+    per_step = PostgresSpanProcessor(dsn, postgres_wait=60.0)
     batched = PostgresSpanProcessor(dsn, batch=True)
     try:
         upgrade(dsn)

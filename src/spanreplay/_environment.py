@@ -30,6 +30,7 @@ VARIABLES: Final[Mapping[str, str]] = {
     "SPANREPLAY_INPUT_REFS": "`0`, `false`, `no` or `off`: write every model input whole, not as a reference.",
     "SPANREPLAY_POSTGRES_DSN": "Also write every step to Postgres (`postgresql://...`).",
     "SPANREPLAY_POSTGRES_MODE": "`batch`: commit Postgres rows in batches rather than per step.",
+    "SPANREPLAY_POSTGRES_WAIT": "Most seconds a boundary waits for its Postgres row (default `0.2`; `0`: never).",
     "SPANREPLAY_PRICES": "A price file (JSON or YAML) on top of the built-in model prices.",
     "SPANREPLAY_ANTHROPIC_SDK_SPANS": "`1` or `true`: keep the Anthropic SDK's own spans beside spanreplay's.",
     "SPANREPLAY_JAEGER_TOKEN": "A bearer token for `jaeger+http(s)://` sources.",
@@ -61,6 +62,7 @@ class Environment:
     input_refs: bool
     postgres_dsn: str | None
     postgres_batch: bool
+    postgres_wait: float | None
     prices: str
     anthropic_sdk_spans: bool
     jaeger_token: str
@@ -101,6 +103,7 @@ def environment(environ: Mapping[str, str] | None = None) -> Environment:
         input_refs=env.get("SPANREPLAY_INPUT_REFS", "1").strip().lower() not in _OFF,
         postgres_dsn=text("SPANREPLAY_POSTGRES_DSN"),
         postgres_batch=env.get("SPANREPLAY_POSTGRES_MODE", "").lower() in ("batch", "batched"),
+        postgres_wait=_seconds(env.get("SPANREPLAY_POSTGRES_WAIT", "")),
         prices=env.get("SPANREPLAY_PRICES", "").strip(),
         anthropic_sdk_spans=flag("SPANREPLAY_ANTHROPIC_SDK_SPANS"),
         jaeger_token=env.get("SPANREPLAY_JAEGER_TOKEN", "").strip(),
@@ -130,3 +133,12 @@ def byte_size(text: str, name: str, default: int) -> int:
             f"{name} is {text!r}, not a size; write a number of bytes or one such as 512M or 2G, or 0 for no limit."
         )
     return int(match[1]) * _UNITS[match[2].lower()]
+
+
+def _seconds(text: str) -> float | None:
+    """A number of seconds, 0 or more; None when unset or not one (the default applies)."""
+    try:
+        value = float(text.strip().removesuffix("s"))
+    except ValueError:
+        return None
+    return value if value >= 0 else None

@@ -29,7 +29,7 @@ def check_dsn(dsn: str) -> None:
         conninfo_to_dict(dsn)
     except psycopg.ProgrammingError as exc:
         raise ConfigurationError(
-            f"The Postgres DSN is not valid ({_first_line(exc)}); write postgresql://USER@HOST:PORT/DATABASE."
+            f"The Postgres DSN is not valid ({first_line(exc)}); write postgresql://USER@HOST:PORT/DATABASE."
         ) from None
 
 
@@ -75,7 +75,7 @@ def connect(dsn: str, *, timeout: float = 10.0, autocommit: bool = False) -> psy
         conn = psycopg.connect(dsn, autocommit=autocommit, **connect_kwargs(timeout))
     except psycopg.Error as exc:
         raise PostgresError(
-            f"Cannot connect to {describe(dsn)}: {_first_line(exc)}. Check the DSN and that the server "
+            f"Cannot connect to {describe(dsn)}: {first_line(exc)}. Check the DSN and that the server "
             "is running and accepts connections (pg_isready -h HOST).",
             dsn=describe(dsn),
         ) from None
@@ -96,9 +96,10 @@ def failure(dsn: str, doing: str, exc: BaseException) -> PostgresError:
         hint = " The server was too slow (statement or lock timeout); retry, or raise the timeout."
     elif isinstance(exc, psycopg.OperationalError):
         hint = " Check that the server is running and reachable."
-    return PostgresError(f"Could not {doing} in {describe(dsn)}: {_first_line(exc)}.{hint}", dsn=describe(dsn))
+    return PostgresError(f"Could not {doing} in {describe(dsn)}: {first_line(exc)}.{hint}", dsn=describe(dsn))
 
 
-def _first_line(exc: BaseException) -> str:
+def first_line(exc: BaseException) -> str:
+    """The first line of an error's message, without its final full stop."""
     text = str(exc).strip().splitlines()
     return text[0].rstrip(".") if text else type(exc).__name__

@@ -7,7 +7,7 @@ from typing import Final
 from opentelemetry.sdk.trace import TracerProvider
 
 from .._environment import environment
-from .processor import PostgresExportStats, PostgresSpanProcessor
+from .processor import DEFAULT_WAIT, PostgresExportStats, PostgresSpanProcessor
 
 __all__ = ["DSN_VARIABLE", "MODE_VARIABLE", "PostgresExportStats", "PostgresSpanProcessor", "attach"]
 
@@ -24,19 +24,21 @@ def attach(
 
     ``postgres`` is a DSN, a processor built by the caller (batched mode, other
     timeouts), or None to use ``SPANREPLAY_POSTGRES_DSN`` when it is set;
-    ``SPANREPLAY_POSTGRES_MODE=batch`` picks the batched mode for a DSN.
+    ``SPANREPLAY_POSTGRES_MODE=batch`` picks the batched mode for a DSN, and
+    ``SPANREPLAY_POSTGRES_WAIT`` how long a boundary waits for its row.
     ``previous`` is the processor an earlier ``configure()`` added to the same
     provider: kept when it is the one asked for again, otherwise silenced and
     closed (an SDK provider cannot remove a processor).
     """
     env = environment()
     batch = env.postgres_batch
+    wait = DEFAULT_WAIT if env.postgres_wait is None else env.postgres_wait
     dsn = postgres if isinstance(postgres, str) else env.postgres_dsn
     if previous is not None:
         if isinstance(postgres, PostgresSpanProcessor):
             same = postgres is previous
         else:
-            same = (previous.dsn, previous.batch) == (dsn, batch)
+            same = (previous.dsn, previous.batch, previous.postgres_wait) == (dsn, batch, wait)
         if same:
             previous.enabled = True
             return previous
@@ -45,7 +47,7 @@ def attach(
     if isinstance(postgres, PostgresSpanProcessor):
         processor = postgres
     elif dsn:
-        processor = PostgresSpanProcessor(dsn, batch=batch)
+        processor = PostgresSpanProcessor(dsn, batch=batch, postgres_wait=wait)
     else:
         return None
     provider.add_span_processor(processor)

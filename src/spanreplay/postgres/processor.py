@@ -2,20 +2,24 @@
 
 Two modes:
 
-- per step (the default): the row is inserted and committed in the agent's own
-  thread before the boundary returns, one statement in autocommit, so a process
-  killed after a boundary returned has that step in the table (write-ahead).
+- per step (the default): the boundary waits until its row is committed, so a
+  process killed after a boundary returned has that step in the table
+  (write-ahead), but never longer than ``postgres_wait``; past it the row stays
+  queued and is committed when the server answers.
 - batched: rows are queued and a background thread commits them together every
   ``flush_interval`` seconds or ``batch_size`` rows; far less work per step, but
   a crash loses what was still queued (the trace file keeps it).
 
-A database that is down or slow never breaks the agent. Every wait is bounded
-(connect, statement and lock timeouts). The first failure of an outage is
-logged once; later ones are only counted. Rows that failed wait in a bounded
-queue that a background thread retries with backoff, and while it does, the
-agent's own thread does not touch the database at all. The durable trace file
-is written before this processor runs, so it has every step regardless; rows
-that were dropped can be filled in with ``spanreplay export traces/ DSN``.
+In both modes only the background writer thread talks to the database: a
+server that is frozen, slow or unreachable can block that thread, never the
+agent's. A database that is down or slow never breaks the agent. The first
+failure of an outage is logged once; later ones are only counted. Rows that
+failed wait in a bounded queue that the writer retries with backoff. A row the
+server refuses (a value it cannot hold, a constraint) is set aside, logged with
+the reason, and never retried: it must not hold up the rows behind it. The
+durable trace file is written before this processor runs, so it has every step
+regardless; rows that were dropped can be filled in with
+``spanreplay export traces/ DSN``.
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ from .. import _semconv as sc
 from .._spans import SpanRecord, from_sdk_span
 from ..exporters._foreign import guarded
 from . import rows
-from .connect import check_dsn, connect_kwargs, describe, failure, session_settings
+from .connect import check_dsn, connect_kwargs, describe, failure, first_line, session_settings
 
 logger = logging.getLogger("spanreplay")
 
@@ -47,6 +51,12 @@ _STEP: Final = "step"
 _RUN: Final = "run"
 _FIRST_BACKOFF: Final = 0.5
 _MAX_BACKOFF: Final = 30.0
+DEFAULT_WAIT: Final = 0.2
+
+# Errors about one row, not the connection: the server answered and will give the
+# same answer for this row every time, so retrying it would only hold up the rest.
+# UnicodeEncodeError: a lone surrogate in a string, refused before it is sent.
+_REFUSALS: Final = (psycopg.DataError, psycopg.IntegrityError, UnicodeEncodeError)
 
 
 @dataclass
@@ -60,6 +70,10 @@ class PostgresExportStats:
         dropped: rows given up on: the queue was full, or they were still queued at
             shutdown. The trace files hold them; ``spanreplay export`` fills them in.
         invalid: spans that could not be turned into rows (a payload cut on the way).
+        refused: rows the server refused (a value or constraint it rejects); each is
+            set aside, logged with the reason, and not retried.
+        late: boundaries that returned after waiting ``postgres_wait`` for their
+            row; the row stayed queued and was written when the server answered.
     """
 
     steps_written: int = 0
@@ -67,6 +81,8 @@ class PostgresExportStats:
     failures: int = 0
     dropped: int = 0
     invalid: int = 0
+    refused: int = 0
+    late: int = 0
 
 
 @dataclass(slots=True)
@@ -76,6 +92,8 @@ class _Write:
     # An ended span whose row the writer thread builds (batched mode): the agent's
     # thread then pays for neither the codec nor the digests.
     span: ReadableSpan | None = None
+    # Committed or set aside: what a boundary waiting for its row waits for.
+    settled: bool = False
 
 
 class PostgresSpanProcessor(SpanProcessor):
@@ -84,11 +102,16 @@ class PostgresSpanProcessor(SpanProcessor):
     Args:
         dsn: ``postgresql://user@host:port/db``; the tables must exist
             (``spanreplay db upgrade DSN``).
-        batch: commit rows in batches from a background thread instead of one
-            commit per step in the agent's thread.
+        batch: commit rows in batches every ``flush_interval`` instead of as each
+            step completes; boundaries never wait for their row.
         batch_size: most rows per batch commit.
         flush_interval: longest a row waits in batched mode, in seconds.
-        timeout: bound on each connect, statement and lock wait, in seconds.
+        timeout: bound on each connect, statement and lock wait of the writer
+            thread, in seconds.
+        postgres_wait: longest a boundary waits for its row to be committed (per
+            step mode), in seconds; past it the boundary returns and the row stays
+            queued. 0 never waits: rows are written in the background as they come.
+            ``SPANREPLAY_POSTGRES_WAIT`` sets it for a DSN given to ``configure()``.
         max_pending: most rows held for retry or batching; past it rows are
             dropped (and counted) rather than growing memory without bound.
         pool_size: most connections the pool opens (one per thread writing at once).
@@ -104,8 +127,11 @@ class PostgresSpanProcessor(SpanProcessor):
         timeout: float = 2.0,
         max_pending: int = 10_000,
         pool_size: int = 4,
+        postgres_wait: float = DEFAULT_WAIT,
     ) -> None:
         check_dsn(dsn)
+        if not postgres_wait >= 0:
+            raise ValueError(f"postgres_wait must be 0 or more seconds, not {postgres_wait!r}")
         self.dsn = dsn
         self.batch = batch
         self.batch_size = batch_size
@@ -113,6 +139,7 @@ class PostgresSpanProcessor(SpanProcessor):
         self.timeout = timeout
         self.max_pending = max_pending
         self.pool_size = pool_size
+        self.postgres_wait = postgres_wait
         self.stats = PostgresExportStats()
         # configure() silences a processor it replaces (an SDK provider cannot drop one).
         self.enabled = True
@@ -131,6 +158,12 @@ class PostgresSpanProcessor(SpanProcessor):
         self._retry_at = 0.0
         self._reported_full = False
         self._flushing = False
+        # Set when a boundary waited postgres_wait in vain: later boundaries do not
+        # wait until a commit is quick again, so a slow server costs one wait, not one per step.
+        self._behind = False
+        self._warned_late = False
+        self._last_error = ""
+        self._reported_refusals: set[tuple[str, str]] = set()
         self._close_deadline = 0.0
         self._pool = ConnectionPool(
             self.dsn,
@@ -157,7 +190,7 @@ class PostgresSpanProcessor(SpanProcessor):
 
     @property
     def pending(self) -> int:
-        """Rows queued for a batch or a retry."""
+        """Rows not committed yet: queued for the writer thread, a batch or a retry."""
         return len(self._pending) + self._in_flight
 
     # -- span processor ---------------------------------------------------------
@@ -209,18 +242,41 @@ class PostgresSpanProcessor(SpanProcessor):
     def _submit(self, write: _Write) -> None:
         if os.getpid() != self._pid:
             self._after_fork()
-        if not self.batch and not self._outage and not self._closing:
-            self._write([write])
-            return
+        wait = not self.batch and self.postgres_wait > 0 and not (self._outage or self._behind or self._closing)
         self._enqueue([write], front=False)
+        if wait:
+            self._wait_for(write)
 
-    # -- writing ----------------------------------------------------------------
+    def _wait_for(self, write: _Write) -> None:
+        """Hold the boundary until ``write`` is committed, at most ``postgres_wait`` seconds."""
+        deadline = time.monotonic() + self.postgres_wait
+        with self._cond:
+            # An outage: the writer backs off before retrying, so waiting gains nothing.
+            while not write.settled and not self._outage:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    self.stats.late += 1
+                    self._behind = True
+                    first = not self._warned_late
+                    self._warned_late = True
+                    break
+                self._cond.wait(left)
+            else:
+                return
+        if first:
+            logger.warning(
+                "spanreplay: %s did not commit a step within postgres_wait (%g s); the agent goes on and the "
+                "row stays queued, written when the server answers (the trace file has it already). Later "
+                "steps do not wait until the server is quick again; check the server's load, or raise "
+                "postgres_wait (SPANREPLAY_POSTGRES_WAIT) to wait longer.",
+                self._where,
+                self.postgres_wait,
+            )
 
-    def _write(self, writes: list[_Write]) -> bool:
-        """Commit ``writes``; on failure queue them for retry. True when committed."""
-        writes = [w for w in map(self._convert, writes) if w is not None]
-        if not writes:
-            return True
+    # -- writing (the writer thread) --------------------------------------------
+
+    def _execute(self, writes: list[_Write]) -> Exception | None:
+        """Commit ``writes`` in one transaction; the failure, or None when committed."""
         try:
             with self._pool.connection(timeout=self.timeout) as conn:
                 if len(writes) == 1:
@@ -234,27 +290,87 @@ class PostgresSpanProcessor(SpanProcessor):
                         if steps:
                             cur.executemany(rows.INSERT_STEP, steps)
         except Exception as exc:  # any failure: the database is down, slow or refuses
+            return exc
+        return None
+
+    def _write(self, writes: list[_Write]) -> None:
+        """Commit ``writes``: a refused row is set aside, a failure queues them for retry."""
+        writes = [w for w in map(self._convert, writes) if w is not None]
+        if not writes:
+            return
+        started = time.monotonic()
+        exc = self._execute(writes)
+        if exc is None:
+            self._committed(writes, time.monotonic() - started)
+            return
+        if not isinstance(exc, _REFUSALS):
             self._failed(exc, writes)
-            return False
+            return
+        if len(writes) == 1:
+            self._set_aside(writes[0], exc)
+            return
+        # One refused row rolls back the whole transaction: write the rows one at a
+        # time, so only the refused ones are set aside.
+        for i, write in enumerate(writes):
+            started = time.monotonic()
+            exc = self._execute([write])
+            if exc is None:
+                self._committed([write], time.monotonic() - started)
+            elif isinstance(exc, _REFUSALS):
+                self._set_aside(write, exc)
+            else:
+                self._failed(exc, writes[i:])
+                return
+
+    def _committed(self, writes: list[_Write], elapsed: float) -> None:
         steps_done = sum(1 for w in writes if w.kind == _STEP)
         with self._cond:
+            for write in writes:
+                write.settled = True
             self.stats.steps_written += steps_done
             self.stats.runs_written += len(writes) - steps_done
+            if self._behind and not self._pending and elapsed < self.postgres_wait:
+                self._behind = False  # quick again: boundaries wait for their rows once more
+            self._cond.notify_all()
             if self._outage:
                 self._outage = False
                 self._backoff = _FIRST_BACKOFF
                 logger.warning(
                     "spanreplay writes to %s again, after %d failed attempts", self._where, self.stats.failures
                 )
-        return True
+
+    def _set_aside(self, write: _Write, exc: Exception) -> None:
+        params = write.params or {}
+        row = f"agent_steps row of run {params.get('run_id')} step {params.get('step_number')}"
+        if write.kind == _RUN:
+            row = f"agent_runs row of run {params.get('run_id')}"
+        code = getattr(getattr(exc, "diag", None), "sqlstate", None) or type(exc).__name__
+        with self._cond:
+            write.settled = True
+            self.stats.refused += 1
+            first = (write.kind, code) not in self._reported_refusals
+            self._reported_refusals.add((write.kind, code))
+            self._cond.notify_all()
+        message = (
+            "spanreplay: %s refused the %s: %s. The row is set aside and not retried, and the rows after it "
+            "go on. The trace file keeps it: once the cause is fixed (the value or the constraint named "
+            "above), `spanreplay export traces/ %s` fills it in."
+        )
+        args = (self._where, row, first_line(exc), self._where)
+        if first:
+            logger.error(message, *args)
+        else:
+            logger.debug(message, *args)
 
     def _failed(self, exc: Exception, writes: list[_Write]) -> None:
         with self._cond:
             self.stats.failures += 1
             first = not self._outage
             self._outage = True
+            self._last_error = first_line(exc)
             self._retry_at = time.monotonic() + self._backoff
             self._backoff = min(self._backoff * 2, _MAX_BACKOFF)
+            self._cond.notify_all()  # boundaries waiting for these rows stop waiting
         if first:
             reason = failure(self.dsn, "write spanreplay rows", exc) if isinstance(exc, psycopg.Error) else exc
             logger.error(
@@ -346,11 +462,27 @@ class PostgresSpanProcessor(SpanProcessor):
                 while self._pending or self._in_flight:
                     left = deadline - time.monotonic()
                     if left <= 0 or self._thread is None:
-                        return False
+                        left_rows = len(self._pending) + self._in_flight
+                        break
                     self._cond.wait(min(left, 0.05))
-                return True
+                else:
+                    return True
             finally:
                 self._flushing = False
+        logger.warning(
+            "spanreplay: %d rows still wait for %s after the flush (%s); they stay queued and are written "
+            "when the server answers. The trace files hold them.",
+            left_rows,
+            self._where,
+            self._cause(),
+        )
+        return False
+
+    def _cause(self) -> str:
+        """Why rows are still queued, for the messages that count them."""
+        if self._outage and self._last_error:
+            return f"the last attempt failed: {self._last_error}"
+        return f"the server did not answer in time: frozen, overloaded, or slower than timeout={self.timeout:g} s"
 
     def shutdown(self) -> None:
         """Commit what is queued (waiting at most a few timeouts), then close the pool."""
@@ -370,10 +502,11 @@ class PostgresSpanProcessor(SpanProcessor):
         if left:
             self.stats.dropped += left
             logger.error(
-                "spanreplay: %d rows could not be written to %s before shutdown. The trace files hold "
+                "spanreplay: %d rows could not be written to %s before shutdown (%s). The trace files hold "
                 "them: `spanreplay export traces/ %s` fills them in.",
                 left,
                 self._where,
+                self._cause(),
                 self._where,
             )
         self._pool.close(timeout=self.timeout)

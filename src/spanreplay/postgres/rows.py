@@ -25,6 +25,15 @@ from .._spans import SpanRecord
 # JSONB rejects the escape of U+0000; such a payload keeps its text but no JSONB copy.
 _NUL_ESCAPE: Final = b"\\u0000"
 
+# Postgres text cannot hold U+0000. The payload columns hold JSON, where it is
+# already the escape \u0000; the plain text columns (agent, key, ...) get the
+# same escape, and the readers turn it back, so a name with a NUL round-trips
+# instead of making its row fail forever.
+_NUL: Final = "\x00"
+_NUL_TEXT: Final = "\\u0000"
+_STEP_TEXT: Final = ("run_id", "step_type", "key", "call_id", "trace_id", "span_id", "service_name")
+_RUN_TEXT: Final = ("run_id", "agent", "status", "trace_id", "span_id", "service_name", "forked_from", "masking")
+
 INSERT_STEP: Final = """
 WITH run AS (
     INSERT INTO agent_runs (run_id, status, trace_id, service_name, start_ns, started_at, schema_version)
@@ -78,6 +87,22 @@ RUN_COLUMNS: Final = (
 )
 
 
+def to_db_text(value: Any) -> Any:
+    """``value`` as a text column can hold it: U+0000 written as ``\\u0000``."""
+    return value.replace(_NUL, _NUL_TEXT) if isinstance(value, str) and _NUL in value else value
+
+
+def from_db_text(value: Any) -> Any:
+    """A text column's value as it was recorded (the inverse of ``to_db_text``)."""
+    return value.replace(_NUL_TEXT, _NUL) if isinstance(value, str) and _NUL_TEXT in value else value
+
+
+def _escaped(params: dict[str, Any], columns: tuple[str, ...]) -> dict[str, Any]:
+    for column in columns:
+        params[column] = to_db_text(params[column])
+    return params
+
+
 def _text(data: bytes | None) -> str | None:
     return None if data is None else data.decode()
 
@@ -111,7 +136,7 @@ def step_params(span: SpanRecord) -> dict[str, Any]:
     if event.output_types is not None:
         # The output's type tags ride in the attributes column: the row keeps what replay needs.
         attributes[sc.OUTPUT_TYPES] = event.output_types.decode()
-    return {
+    params = {
         "run_id": event.run_id,
         "step_number": event.seq,
         "step_type": event.kind,
@@ -137,6 +162,7 @@ def step_params(span: SpanRecord) -> dict[str, Any]:
         "service_name": str(span.resource.get(sc.SERVICE_NAME, "")),
         "started_at": _time(event.start_ns),
     }
+    return _escaped(params, _STEP_TEXT)
 
 
 def run_params(span: SpanRecord) -> dict[str, Any]:
@@ -150,7 +176,7 @@ def run_params(span: SpanRecord) -> dict[str, Any]:
     # until its end arrives, and readers turn a running run into crashed.
     status = info.status if span.ended else sc.RUN_STATUS_RUNNING
     version = span.attributes.get(sc.SCHEMA, sc.SCHEMA_VERSION)
-    return {
+    params = {
         "run_id": info.run_id,
         "agent": info.agent,
         "status": status,
@@ -168,6 +194,7 @@ def run_params(span: SpanRecord) -> dict[str, Any]:
         "steps_started": info.steps,
         "schema_version": int(version) if isinstance(version, int) else sc.SCHEMA_VERSION,
     }
+    return _escaped(params, _RUN_TEXT)
 
 
 def read_status(status: str, end_ns: int | None) -> str:
@@ -181,6 +208,7 @@ def event_from_row(row: tuple[Any, ...], origin: str) -> Event:
     """An Event from the ``STEP_COLUMNS`` of one ``agent_steps`` row."""
     (run_id, seq, kind, key, call_id, input_text, output_text, error_text, version, trace_id, span_id,
      start_ns, end_ns, attributes) = row  # fmt: skip
+    run_id, kind, key, call_id = map(from_db_text, (run_id, kind, key, call_id))
     extra = orjson.loads(attributes)
     output_types = extra.pop(sc.OUTPUT_TYPES, None)
     return Event(
@@ -204,7 +232,9 @@ def event_from_row(row: tuple[Any, ...], origin: str) -> Event:
 
 def run_from_row(row: tuple[Any, ...], origin: str) -> RunInfo:
     """A RunInfo from the ``RUN_COLUMNS`` of one ``agent_runs`` row."""
-    run_id, agent, status, error_text, trace_id, span_id, start_ns, end_ns, service, steps, forked, masking = row
+    run_id, agent, status, error_text, trace_id, span_id, start_ns, end_ns, service, steps, forked, masking = map(
+        from_db_text, row
+    )
     if span_id is None:
         # Only steps arrived, never the run span: what a trace file without its root gives.
         return RunInfo(run_id=run_id, status=sc.RUN_STATUS_CRASHED)

@@ -45,7 +45,7 @@ def runs(dsn: str) -> list[RunSummary]:
 
 
 def _summary(row: tuple[Any, ...], dsn: str) -> RunSummary:
-    run_id, agent, status, error_text, steps, trace_id, span_id, start_ns, end_ns, service = row
+    run_id, agent, status, error_text, steps, trace_id, span_id, start_ns, end_ns, service = map(rows.from_db_text, row)
     error: str | None = None
     if error_text is not None:
         try:
@@ -82,7 +82,7 @@ def load(dsn: str, run_id: str | None = None) -> EventLog:
                     found = conn.execute("SELECT run_id FROM agent_runs ORDER BY start_ns, run_id LIMIT 6").fetchall()
                     run_id = _only_run([r[0] for r in found], where)
                 run_row = conn.execute(
-                    f"SELECT {rows.RUN_COLUMNS} FROM agent_runs WHERE run_id = %s", (run_id,)
+                    f"SELECT {rows.RUN_COLUMNS} FROM agent_runs WHERE run_id = %s", (rows.to_db_text(run_id),)
                 ).fetchone()
                 if run_row is None:
                     latest = conn.execute(
@@ -97,7 +97,8 @@ def load(dsn: str, run_id: str | None = None) -> EventLog:
                         available=tuple(r[0] for r in reversed(latest)),
                     )
                 step_rows = conn.execute(
-                    f"SELECT {rows.STEP_COLUMNS} FROM agent_steps WHERE run_id = %s ORDER BY step_number", (run_id,)
+                    f"SELECT {rows.STEP_COLUMNS} FROM agent_steps WHERE run_id = %s ORDER BY step_number",
+                    (rows.to_db_text(run_id),),
                 ).fetchall()
         except psycopg.Error as exc:
             raise failure(dsn, f"read run {run_id}", exc) from None
