@@ -7,7 +7,8 @@ Everything Postgres now lives in ``spanreplay.postgres``: import
 import warnings
 
 from ..postgres.exporter import DSN_VARIABLE, MODE_VARIABLE, attach
-from ..postgres.processor import PostgresExportStats, PostgresSpanProcessor
+from ..postgres.processor import PostgresSpanProcessor
+from ..postgres.writes import PostgresExportStats
 
 __all__ = ["DSN_VARIABLE", "MODE_VARIABLE", "PostgresExportStats", "PostgresSpanProcessor", "attach"]
 

@@ -7,7 +7,8 @@ from typing import Final
 from opentelemetry.sdk.trace import TracerProvider
 
 from .._environment import environment
-from .processor import DEFAULT_WAIT, PostgresExportStats, PostgresSpanProcessor
+from .processor import DEFAULT_WAIT, PostgresSpanProcessor
+from .writes import PostgresExportStats
 
 __all__ = ["DSN_VARIABLE", "MODE_VARIABLE", "PostgresExportStats", "PostgresSpanProcessor", "attach"]
 

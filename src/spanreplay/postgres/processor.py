@@ -30,7 +30,6 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, Final
 
 import psycopg
@@ -43,57 +42,13 @@ from .._spans import SpanRecord, from_sdk_span
 from ..exporters._foreign import guarded
 from . import rows
 from .connect import check_dsn, connect_kwargs, describe, failure, first_line, session_settings
+from .writes import POOL_NAME, REFUSALS, RUN, STEP, PostgresExportStats, QuietPoolFilter, Write
 
 logger = logging.getLogger("spanreplay")
 
-_POOL_NAME: Final = "spanreplay-exporter"
-_STEP: Final = "step"
-_RUN: Final = "run"
 _FIRST_BACKOFF: Final = 0.5
 _MAX_BACKOFF: Final = 30.0
 DEFAULT_WAIT: Final = 0.2
-
-# Errors about one row, not the connection: the server answered and will give the
-# same answer for this row every time, so retrying it would only hold up the rest.
-# UnicodeEncodeError: a lone surrogate in a string, refused before it is sent.
-_REFUSALS: Final = (psycopg.DataError, psycopg.IntegrityError, UnicodeEncodeError)
-
-
-@dataclass
-class PostgresExportStats:
-    """What the processor did so far. Read it to alert on a database that falls behind.
-
-    Attributes:
-        steps_written: step rows committed (a step already in the table is left as it was).
-        runs_written: run row writes committed (a run is written when it starts and ends).
-        failures: write attempts that failed (each is retried unless dropped).
-        dropped: rows given up on: the queue was full, or they were still queued at
-            shutdown. The trace files hold them; ``spanreplay export`` fills them in.
-        invalid: spans that could not be turned into rows (a payload cut on the way).
-        refused: rows the server refused (a value or constraint it rejects); each is
-            set aside, logged with the reason, and not retried.
-        late: boundaries that returned after waiting ``postgres_wait`` for their
-            row; the row stayed queued and was written when the server answered.
-    """
-
-    steps_written: int = 0
-    runs_written: int = 0
-    failures: int = 0
-    dropped: int = 0
-    invalid: int = 0
-    refused: int = 0
-    late: int = 0
-
-
-@dataclass(slots=True)
-class _Write:
-    kind: str
-    params: dict[str, Any] | None = None
-    # An ended span whose row the writer thread builds (batched mode): the agent's
-    # thread then pays for neither the codec nor the digests.
-    span: ReadableSpan | None = None
-    # Committed or set aside: what a boundary waiting for its row waits for.
-    settled: bool = False
 
 
 class PostgresSpanProcessor(SpanProcessor):
@@ -149,7 +104,7 @@ class PostgresSpanProcessor(SpanProcessor):
     def _init_state(self) -> None:
         self._pid = os.getpid()
         self._cond = threading.Condition(threading.Lock())
-        self._pending: deque[_Write] = deque()
+        self._pending: deque[Write] = deque()
         self._in_flight = 0
         self._thread: threading.Thread | None = None
         self._closing = False
@@ -175,7 +130,7 @@ class PostgresSpanProcessor(SpanProcessor):
             # The processor schedules its own retries; the pool need not keep trying.
             reconnect_timeout=max(self.timeout * 2, 5.0),
             num_workers=1,
-            name=_POOL_NAME,
+            name=POOL_NAME,
             open=False,
         )
         # Connect in the background: configure() must not wait for the database.
@@ -199,7 +154,7 @@ class PostgresSpanProcessor(SpanProcessor):
         attributes = span.attributes or {}
         if self.enabled and attributes.get(sc.RUN_STATUS) == sc.RUN_STATUS_RUNNING and sc.RUN_ID in attributes:
             # Converted now in any mode: a started span still changes until it ends.
-            write = self._convert(_Write(_RUN, span=span))
+            write = self._convert(Write(RUN, span=span))
             if write is not None:
                 self._submit(write)
 
@@ -210,9 +165,9 @@ class PostgresSpanProcessor(SpanProcessor):
         if sc.RUN_ID not in attributes:
             return
         if sc.CALL_ID in attributes:
-            write = _Write(_STEP, span=span)
+            write = Write(STEP, span=span)
         elif sc.RUN_STATUS in attributes:
-            write = _Write(_RUN, span=span)
+            write = Write(RUN, span=span)
         else:
             return
         if self.batch:
@@ -222,11 +177,11 @@ class PostgresSpanProcessor(SpanProcessor):
         if converted is not None:
             self._submit(converted)
 
-    def _convert(self, write: _Write) -> _Write | None:
+    def _convert(self, write: Write) -> Write | None:
         """Fill in the row parameters of ``write`` from its span; None if the span cannot be a row."""
         if write.params is not None or write.span is None:
             return write
-        to_params: Callable[[SpanRecord], dict[str, Any]] = rows.step_params if write.kind == _STEP else rows.run_params
+        to_params: Callable[[SpanRecord], dict[str, Any]] = rows.step_params if write.kind == STEP else rows.run_params
         try:
             write.params = to_params(from_sdk_span(guarded(write.span)))
         except Exception:  # telemetry never breaks the agent
@@ -239,7 +194,7 @@ class PostgresSpanProcessor(SpanProcessor):
         write.span = None
         return write
 
-    def _submit(self, write: _Write) -> None:
+    def _submit(self, write: Write) -> None:
         if os.getpid() != self._pid:
             self._after_fork()
         wait = not self.batch and self.postgres_wait > 0 and not (self._outage or self._behind or self._closing)
@@ -247,7 +202,7 @@ class PostgresSpanProcessor(SpanProcessor):
         if wait:
             self._wait_for(write)
 
-    def _wait_for(self, write: _Write) -> None:
+    def _wait_for(self, write: Write) -> None:
         """Hold the boundary until ``write`` is committed, at most ``postgres_wait`` seconds."""
         deadline = time.monotonic() + self.postgres_wait
         with self._cond:
@@ -275,16 +230,16 @@ class PostgresSpanProcessor(SpanProcessor):
 
     # -- writing (the writer thread) --------------------------------------------
 
-    def _execute(self, writes: list[_Write]) -> Exception | None:
+    def _execute(self, writes: list[Write]) -> Exception | None:
         """Commit ``writes`` in one transaction; the failure, or None when committed."""
         try:
             with self._pool.connection(timeout=self.timeout) as conn:
                 if len(writes) == 1:
-                    conn.execute(rows.UPSERT_RUN if writes[0].kind == _RUN else rows.INSERT_STEP, writes[0].params)
+                    conn.execute(rows.UPSERT_RUN if writes[0].kind == RUN else rows.INSERT_STEP, writes[0].params)
                 else:
                     with conn.transaction(), conn.cursor() as cur:
-                        runs = [w.params for w in writes if w.kind == _RUN and w.params is not None]
-                        steps = [w.params for w in writes if w.kind == _STEP and w.params is not None]
+                        runs = [w.params for w in writes if w.kind == RUN and w.params is not None]
+                        steps = [w.params for w in writes if w.kind == STEP and w.params is not None]
                         if runs:
                             cur.executemany(rows.UPSERT_RUN, runs)
                         if steps:
@@ -293,7 +248,7 @@ class PostgresSpanProcessor(SpanProcessor):
             return exc
         return None
 
-    def _write(self, writes: list[_Write]) -> None:
+    def _write(self, writes: list[Write]) -> None:
         """Commit ``writes``: a refused row is set aside, a failure queues them for retry."""
         writes = [w for w in map(self._convert, writes) if w is not None]
         if not writes:
@@ -303,7 +258,7 @@ class PostgresSpanProcessor(SpanProcessor):
         if exc is None:
             self._committed(writes, time.monotonic() - started)
             return
-        if not isinstance(exc, _REFUSALS):
+        if not isinstance(exc, REFUSALS):
             self._failed(exc, writes)
             return
         if len(writes) == 1:
@@ -316,14 +271,14 @@ class PostgresSpanProcessor(SpanProcessor):
             exc = self._execute([write])
             if exc is None:
                 self._committed([write], time.monotonic() - started)
-            elif isinstance(exc, _REFUSALS):
+            elif isinstance(exc, REFUSALS):
                 self._set_aside(write, exc)
             else:
                 self._failed(exc, writes[i:])
                 return
 
-    def _committed(self, writes: list[_Write], elapsed: float) -> None:
-        steps_done = sum(1 for w in writes if w.kind == _STEP)
+    def _committed(self, writes: list[Write], elapsed: float) -> None:
+        steps_done = sum(1 for w in writes if w.kind == STEP)
         with self._cond:
             for write in writes:
                 write.settled = True
@@ -339,10 +294,10 @@ class PostgresSpanProcessor(SpanProcessor):
                     "spanreplay writes to %s again, after %d failed attempts", self._where, self.stats.failures
                 )
 
-    def _set_aside(self, write: _Write, exc: Exception) -> None:
+    def _set_aside(self, write: Write, exc: Exception) -> None:
         params = write.params or {}
         row = f"agent_steps row of run {params.get('run_id')} step {params.get('step_number')}"
-        if write.kind == _RUN:
+        if write.kind == RUN:
             row = f"agent_runs row of run {params.get('run_id')}"
         code = getattr(getattr(exc, "diag", None), "sqlstate", None) or type(exc).__name__
         with self._cond:
@@ -362,7 +317,7 @@ class PostgresSpanProcessor(SpanProcessor):
         else:
             logger.debug(message, *args)
 
-    def _failed(self, exc: Exception, writes: list[_Write]) -> None:
+    def _failed(self, exc: Exception, writes: list[Write]) -> None:
         with self._cond:
             self.stats.failures += 1
             first = not self._outage
@@ -382,12 +337,12 @@ class PostgresSpanProcessor(SpanProcessor):
             logger.debug("spanreplay: writing to %s failed again: %s", self._where, exc)
         self._enqueue(writes, front=True)
 
-    def _enqueue(self, writes: list[_Write], *, front: bool) -> None:
+    def _enqueue(self, writes: list[Write], *, front: bool) -> None:
         with self._cond:
             if self._closing and self._thread is None:
                 self.stats.dropped += len(writes)
                 return
-            kept = [w for w in writes if w.kind == _RUN or len(self._pending) < self.max_pending]
+            kept = [w for w in writes if w.kind == RUN or len(self._pending) < self.max_pending]
             # Run rows are few and say how the run ended: they are never dropped.
             dropped = len(writes) - len(kept)
             if dropped:
@@ -426,7 +381,7 @@ class PostgresSpanProcessor(SpanProcessor):
                         self._reported_full = False
                     self._cond.notify_all()
 
-    def _next_batch(self) -> list[_Write] | None:
+    def _next_batch(self) -> list[Write] | None:
         """Wait (holding the lock) until a batch is due; None when closing with nothing left."""
         first_seen: float | None = None
         while True:
@@ -523,17 +478,4 @@ class PostgresSpanProcessor(SpanProcessor):
 _orphans: list[ConnectionPool[Any]] = []
 
 
-class _QuietPoolFilter(logging.Filter):
-    """Drops psycopg_pool's per-attempt reconnection warnings about this exporter's pools.
-
-    The processor logs the first failure of an outage itself, with the fix, and
-    counts the rest; the pool would otherwise add a warning for every attempt.
-    Records about the application's own pools pass untouched.
-    """
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        args = record.args if isinstance(record.args, tuple) else ()
-        return not (record.levelno <= logging.WARNING and _POOL_NAME in args)
-
-
-logging.getLogger("psycopg.pool").addFilter(_QuietPoolFilter())
+logging.getLogger("psycopg.pool").addFilter(QuietPoolFilter())
