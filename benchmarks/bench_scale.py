@@ -7,7 +7,7 @@ runs in a fresh interpreter, so its peak RSS (``resource.getrusage``) is its own
 show's output goes to a file, 200 columns wide. The file goes to a temporary
 directory (``--dir``, default the system's) that is deleted afterwards.
 
-    python benchmarks/bench_scale.py [--steps 1000000] [--others 10] [--json]
+    python benchmarks/bench_scale.py [--quick] [--steps 1000000] [--others 10] [--commands runs,show] [--json]
 """
 
 from __future__ import annotations
@@ -63,13 +63,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=1_000_000)
     parser.add_argument("--others", type=int, default=10)
+    parser.add_argument("--commands", default="runs,show", help="which to measure, comma-separated")
     parser.add_argument("--dir", default=None, help="where to write the file (deleted afterwards)")
+    parser.add_argument("--quick", action="store_true", help="2,000 steps: a smoke run, not a measurement")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--child", nargs=2, metavar=("COMMAND", "PATH"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         child(*args.child)
         return
+    if args.quick:
+        args.steps = 2_000
     workdir = Path(tempfile.mkdtemp(prefix="bench-scale-", dir=args.dir))
     try:
         templates = record_templates(workdir / "template")
@@ -78,7 +82,7 @@ def main() -> None:
         runs.insert(len(runs) // 2, (BIG_RUN, args.steps))
         size = write_runs(templates, path, runs)
         figures = [Figure(NAME, "file size", size / MB, "MB", note=f"{args.steps} steps in one run")]
-        for command in ("runs", "show"):
+        for command in args.commands.split(","):
             result = measure(command, path)
             figures.append(Figure(NAME, f"{command} time", result["seconds"], "s"))
             figures.append(Figure(NAME, f"{command} peak RSS", result["peak_rss_mb"], "MB"))
