@@ -7,10 +7,11 @@ from typing import Any
 
 import click
 import orjson
+from rich.cells import cell_len
 from rich.console import Console
 from rich.json import JSON
 from rich.table import Table
-from rich.text import Text
+from rich.text import Span, Text
 
 from .. import _semconv as sc
 from .._events import ErrorInfo, Event, EventLog, RunInfo
@@ -158,29 +159,69 @@ def _print_run(log: EventLog) -> None:
     if room < MIN_PREVIEW:
         _print_step_lines(out, log, rows)
         return
-    steps = Table(show_edge=False, header_style="bold")
-    for name in headers:
-        steps.add_column(name, no_wrap=True, justify="right" if name in ("seq", "duration") else "left")
-    steps.add_column("input", no_wrap=True)
-    steps.add_column("output / error", no_wrap=True)
-    for event, row in zip(log, rows, strict=True):
-        if event.error is not None:
-            outcome = Text(preview(str(event.error), room), style="red")
-        else:
-            outcome = Text(preview(_text(event.output_json), room))
-        steps.add_row(
-            row[0],
-            Text(row[1]),
-            row[2],
-            Text(row[3]),
-            status_text(row[4]),
-            row[5],
-            Text(preview(_text(event.input_json), room)),
-            outcome,
-        )
-    out.print(steps)
+    _print_step_table(out, log, headers, rows, room)
     out.print()
     out.print(f"{len(log)} step(s). Full payloads of one step: --seq N", markup=False)
+
+
+# Rows printed at a time: each block is one Text, so rich's cost per print is shared by many rows.
+_BLOCK = 1000
+_RIGHT = frozenset(("seq", "duration"))
+
+
+def _print_step_table(out: Console, log: EventLog, headers: list[str], rows: list[list[str]], room: int) -> None:
+    """The steps as rich's Table(show_edge=False) draws them, written a block of rows at a time.
+
+    rich's Table lays out every cell through its measuring and wrapping machinery
+    and holds the whole rendering until the last row, which makes a run of many
+    steps take minutes; these columns never wrap and their widths are known from
+    the rows, so each cell is padded here and each block is printed as it is built.
+    """
+    previews = [
+        (
+            preview(_text(e.input_json), room),
+            preview(str(e.error), room) if e.error is not None else preview(_text(e.output_json), room),
+        )
+        for e in log
+    ]
+    names = [*headers, "input", "output / error"]
+    widths = [cell_len(name) for name in names]
+    for row, shown in zip(rows, previews, strict=True):
+        for i, cell in enumerate((*row, *shown)):
+            widths[i] = max(widths[i], cell_len(cell))
+    right = [name in _RIGHT for name in names]
+
+    def pad(cell: str, i: int) -> str:
+        room_left = " " * (widths[i] - cell_len(cell))
+        return room_left + cell if right[i] else cell + room_left
+
+    header = Text(no_wrap=True)
+    for i, name in enumerate(names):
+        if i:
+            header.append("\u2503")
+        header.append(f" {pad(name, i)} ", style="bold")
+    out.print(header)
+    out.print("\u2547".join("\u2501" * (w + 2) for w in widths), markup=False, no_wrap=True)
+    parts: list[str] = []
+    spans: list[Span] = []
+    at = 0
+    for number, (event, row, shown) in enumerate(zip(log, rows, previews, strict=True), 1):
+        cells = [*row, *shown]
+        for i, cell in enumerate(cells):
+            text = pad(cell, i)
+            piece = (" " if i == 0 else "\u2502 ") + text + " "
+            styled = status_text(row[4]).style if i == 4 else ("red" if i == 7 and event.error is not None else "")
+            if styled:
+                start = at + len(piece) - 1 - len(text)
+                spans.append(Span(start, start + len(text), styled))
+            parts.append(piece)
+            at += len(piece)
+        if number % _BLOCK and number != len(rows):
+            parts.append("\n")
+            at += 1
+            continue
+        out.print(Text("".join(parts), spans=spans, no_wrap=True))
+        parts, spans, at = [], [], 0
 
 
 def _print_step_lines(out: Console, log: EventLog, rows: list[list[str]]) -> None:

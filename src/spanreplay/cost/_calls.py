@@ -125,9 +125,14 @@ class CallCollector:
 
     def __init__(self) -> None:
         self._roots: dict[str, SpanRecord] = {}
-        # Every span's parent, run and whether it is a spanreplay model call: to
-        # attribute a foreign call to its run, and to see it is nested in ours.
+        # The parent, run and whether it is a spanreplay model call, of each span a
+        # foreign call's run is found through: foreign spans without a run id (links
+        # to the run above them) and model calls (to see a call is nested in ours).
         self._parents: dict[tuple[str, str], tuple[str | None, str | None, bool]] = {}
+        # The other spans of a run end a walk up at their run, whatever their place:
+        # each trace's run stands for them, so that memory does not grow with a
+        # run's steps (None: the trace holds spans of several runs).
+        self._trace_runs: dict[str, str | None] = {}
         self._candidates: dict[tuple[str, str], SpanRecord] = {}
 
     def add(self, span: SpanRecord) -> None:
@@ -135,14 +140,18 @@ class CallCollector:
         run_id = attributes.get(sc.RUN_ID)
         run = run_id if isinstance(run_id, str) else None
         is_model = attributes.get(sc.KIND) == sc.KIND_MODEL and sc.CALL_ID in attributes
-        self._parents[span.key] = (span.parent_span_id, run, is_model)
+        # Another instrumentation's span has no call id (inside a run it still gets the run id).
+        candidate = is_model or (sc.CALL_ID not in attributes and _looks_like_model_call(attributes))
+        if run is None or candidate:
+            self._parents[span.key] = (span.parent_span_id, run, is_model)
+        elif self._trace_runs.setdefault(span.trace_id, run) != run:
+            self._trace_runs[span.trace_id] = None
         if run is not None and _codec.is_run_span(span):
             previous = self._roots.get(run)
             if previous is None or span.end_ns > previous.end_ns:
                 self._roots[run] = span
             return
-        # Another instrumentation's span has no call id (inside a run it still gets the run id).
-        if is_model or (sc.CALL_ID not in attributes and _looks_like_model_call(attributes)):
+        if candidate:
             if attributes.get(sc.GEN_AI_OPERATION_NAME) == sc.OPERATION_COUNT_TOKENS:
                 return
             previous = self._candidates.get(span.key)
@@ -160,7 +169,7 @@ class CallCollector:
             if sc.CALL_ID in span.attributes and isinstance(run_id, str):
                 seq = _int(span.attributes.get(sc.SEQ))
             else:
-                owner, inside_model_call = _owner(self._parents, key)
+                owner, inside_model_call = _owner(self._parents, self._trace_runs, key)
                 if inside_model_call:
                     continue  # the same call as the spanreplay span around it
                 if not isinstance(run_id, str):
@@ -194,7 +203,9 @@ def _looks_like_model_call(attributes: Mapping[str, Any]) -> bool:
 
 
 def _owner(
-    parents: Mapping[tuple[str, str], tuple[str | None, str | None, bool]], key: tuple[str, str]
+    parents: Mapping[tuple[str, str], tuple[str | None, str | None, bool]],
+    trace_runs: Mapping[str, str | None],
+    key: tuple[str, str],
 ) -> tuple[str | None, bool]:
     """The run a span without a run id ran in (through its parents), and whether a
     spanreplay model span encloses it."""
@@ -205,7 +216,9 @@ def _owner(
         seen.add(parent)
         found = parents.get((trace_id, parent))
         if found is None:
-            return None, False
+            # A span of a run that is not a model call (kept only as its trace's run), or
+            # one not in the source: either way, the run whose trace this is.
+            return trace_runs.get(trace_id), False
         parent, run_id, is_model = found
         if is_model:
             return run_id, True

@@ -187,7 +187,7 @@ def _missing(info: RunInfo, present: list[int]) -> tuple[str, int] | None:
 def summaries(spans: Iterable[SpanRecord], tap: SpanTap | None = None) -> list[RunSummary]:
     """The runs the spans hold, oldest first; ``tap`` (when given) sees every span."""
     roots: dict[str, SpanRecord] = {}
-    steps: dict[str, set[tuple[str, str]]] = {}
+    steps: dict[str, _Seqs] = {}
     first: dict[str, SpanRecord] = {}
     for span in spans:
         if tap is not None:
@@ -200,15 +200,59 @@ def summaries(spans: Iterable[SpanRecord], tap: SpanTap | None = None) -> list[R
             if previous is None or span.end_ns > previous.end_ns:
                 roots[run_id] = span
         elif _codec.is_boundary_span(span):
-            steps.setdefault(run_id, set()).add(span.key)
+            found = steps.get(run_id)
+            if found is None:
+                found = steps[run_id] = _Seqs()
+            found.add(span)
             if run_id not in first or span.start_ns < first[run_id].start_ns:
                 first[run_id] = span
     out = [
-        _summary(run_id, roots.get(run_id), first.get(run_id), len(steps.get(run_id, ())))
+        _summary(run_id, roots.get(run_id), first.get(run_id), steps[run_id].count if run_id in steps else 0)
         for run_id in roots.keys() | first.keys()
     ]
     out.sort(key=lambda r: (r.start_ns, r.run_id))
     return out
+
+
+class _Seqs:
+    """The distinct seqs of one run's boundary spans, one bit each.
+
+    A listing reads every span of every run, so what it keeps per span decides
+    its memory: a set of span keys held hundreds of bytes per step. Copies of a
+    span (exporter retries) share its seq, so distinct seqs count the steps. A
+    seq far beyond the steps seen so far, or none (no recorder writes either),
+    is counted by span key instead, so that a bogus seq cannot make the bitmap huge.
+    """
+
+    __slots__ = ("bits", "count", "odd")
+
+    def __init__(self) -> None:
+        self.bits = bytearray()
+        self.count = 0
+        self.odd: set[tuple[str, str]] = set()
+
+    def add(self, span: SpanRecord) -> None:
+        seq = span.attributes.get(sc.SEQ)
+        if not isinstance(seq, int) or isinstance(seq, bool) or seq < 1:
+            seq = 0
+        byte, mask = seq >> 3, 1 << (seq & 7)
+        if byte < len(self.bits) and self.bits[byte] & mask:
+            return  # a copy of a step counted already
+        if self.odd and span.key in self.odd:
+            return
+        if not 0 < seq <= 8 * self.count + _SLACK:
+            self.odd.add(span.key)
+            self.count += 1
+            return
+        if byte >= len(self.bits):
+            self.bits.extend(bytes(max(byte + 1, 2 * len(self.bits)) - len(self.bits)))
+        self.bits[byte] |= mask
+        self.count += 1
+
+
+# A seq up to eight times the steps counted so far, plus this, is kept as a bit:
+# the bitmap stays within a few bytes a step, whatever seqs a file holds.
+_SLACK: Final = 1 << 15
 
 
 def _summary(run_id: str, root: SpanRecord | None, first: SpanRecord | None, steps: int) -> RunSummary:

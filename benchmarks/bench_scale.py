@@ -1,0 +1,96 @@
+"""``spanreplay runs`` and ``spanreplay show`` on a file of many tiny spans: time and peak memory.
+
+The file holds one run of ``--steps`` tiny steps among ``--others`` runs of ten
+steps, written from a run recorded once with spanreplay's file exporter (the
+generator is tests/helpers/tiny_spans.py, which the tests use too). Each command
+runs in a fresh interpreter, so its peak RSS (``resource.getrusage``) is its own;
+show's output goes to a file, 200 columns wide. The file goes to a temporary
+directory (``--dir``, default the system's) that is deleted afterwards.
+
+    python benchmarks/bench_scale.py [--quick] [--steps 1000000] [--others 10] [--commands runs,show] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from _common import Figure, emit
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from helpers.tiny_spans import record_templates, write_runs
+
+NAME = "scale"
+MB = 1_000_000
+BIG_RUN = "run_many_tiny_steps"
+
+
+def child(command: str, path: str) -> None:
+    """Run one CLI command in this process; print its seconds and this process's peak RSS."""
+    from spanreplay.cli._app import cli
+
+    args = {"runs": ["runs", path], "show": ["show", path, BIG_RUN]}[command]
+    started = time.perf_counter()
+    with open(os.devnull, "w") as sink:
+        stdout, sys.stdout = sys.stdout, sink
+        try:
+            cli.main(args, standalone_mode=False)
+        finally:
+            sys.stdout = stdout
+    seconds = time.perf_counter() - started
+    peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(json.dumps({"seconds": seconds, "peak_rss_mb": peak_kib * 1024 / MB}))
+
+
+def measure(command: str, path: Path) -> dict[str, float]:
+    env = {**os.environ, "COLUMNS": "200"}
+    out = subprocess.run(
+        [sys.executable, __file__, "--child", command, str(path)], check=True, capture_output=True, text=True, env=env
+    ).stdout
+    result: dict[str, float] = json.loads(out.splitlines()[-1])
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=1_000_000)
+    parser.add_argument("--others", type=int, default=10)
+    parser.add_argument("--commands", default="runs,show", help="which to measure, comma-separated")
+    parser.add_argument("--dir", default=None, help="where to write the file (deleted afterwards)")
+    parser.add_argument("--quick", action="store_true", help="2,000 steps: a smoke run, not a measurement")
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--child", nargs=2, metavar=("COMMAND", "PATH"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(*args.child)
+        return
+    if args.quick:
+        args.steps = 2_000
+    workdir = Path(tempfile.mkdtemp(prefix="bench-scale-", dir=args.dir))
+    try:
+        templates = record_templates(workdir / "template")
+        path = workdir / "tiny.jsonl"
+        runs = [(f"run_other_{i:04d}", 10) for i in range(args.others)]
+        runs.insert(len(runs) // 2, (BIG_RUN, args.steps))
+        size = write_runs(templates, path, runs)
+        figures = [Figure(NAME, "file size", size / MB, "MB", note=f"{args.steps} steps in one run")]
+        for command in args.commands.split(","):
+            result = measure(command, path)
+            figures.append(Figure(NAME, f"{command} time", result["seconds"], "s"))
+            figures.append(Figure(NAME, f"{command} peak RSS", result["peak_rss_mb"], "MB"))
+            figures.append(Figure(NAME, f"{command} time per step", result["seconds"] / args.steps * 1e6, "us"))
+        emit(figures, as_json=args.json)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
