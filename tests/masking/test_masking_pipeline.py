@@ -261,6 +261,13 @@ def test_field_names_match_case_and_separator_variants_but_not_lookalikes() -> N
         "token_count": 5,
         "input_tokens": 3,
         "secretary": "Ann",
+        "pwd": "g",
+        "passcode": "h",
+        "db_pass": "i",
+        "dbPass": "j",
+        "passwordHash": "k",
+        "bypass": "yes",
+        "compass": "north",
     }
     masked = PYTHON.mask("tool", "t", value).value
     assert masked == {
@@ -275,6 +282,13 @@ def test_field_names_match_case_and_separator_variants_but_not_lookalikes() -> N
         "token_count": 5,
         "input_tokens": 3,
         "secretary": "Ann",
+        "pwd": "<pwd>",
+        "passcode": "<passcode>",
+        "db_pass": "<pass>",
+        "dbPass": "<pass>",
+        "passwordHash": "<password_hash>",
+        "bypass": "yes",
+        "compass": "north",
     }
 
 
