@@ -23,13 +23,26 @@ __all__ = ["EmailDetector", "personal_detectors"]
 
 DIGITS: Final = tuple("0123456789")
 
+# Between the groups of a card number: a space, a no-break space (U+00A0, U+202F:
+# what "4111 1111" becomes in a formatted document), a hyphen or a dot, mixed or not.
+_CARD_SEP: Final = "[ \\-.\u00a0\u202f]"
+# The same for the prefilter: a no-break space is "?" to the locating scan and its
+# UTF-8 bytes to the payload scan.
+_CARD_SEP_BYTES: Final = r"(?:[ \-.?]|\xc2\xa0|\xe2\x80\xaf)"
+
 # The domain is matched forward from the "@"; the local part is read backward, as
 # the run of its characters that str.rstrip takes off the end of a window of at most
 # 65 characters before the "@", so a long run before an "@" costs nothing.
+# A label may hold letters of any script (bücher.de, 例え.テスト): [^\x00-\x7f\W] is a
+# non-ASCII letter or digit. The end is tested against ASCII only: text in a script
+# written without spaces may follow an ASCII domain directly (jane@example.comは).
 _AT_DOMAIN: Final = re.compile(
-    r"@(?:[A-Za-z0-9\-]{1,63}+\.){1,8}(?:[A-Za-z]{2,24}+|xn--[A-Za-z0-9\-]{1,59}+)(?![A-Za-z0-9\-])",
-    re.ASCII,
+    r"@(?:(?:[A-Za-z0-9\-]|[^\x00-\x7f\W]){1,63}+\.){1,8}"
+    r"(?:[A-Za-z]{2,24}+|xn--[A-Za-z0-9\-]{1,59}+|[^\x00-\x7f\W\d]{2,24}+)(?![A-Za-z0-9\-])"
 )
+# A URL escape (%20, %3A) ends what came before a local part: in URL-encoded text
+# the address starts after the last one.
+_URL_ESCAPE: Final = re.compile(r"%[0-9A-Fa-f]{2}", re.ASCII)
 # The characters of a local part, for str.rstrip, and those it neither starts nor ends with.
 _LOCAL_TEXT: Final = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._%+-"
 _LOCAL_PUNCTUATION: Final = "._%+-"
@@ -45,7 +58,9 @@ class EmailDetector:
     hints: DetectorHints = DetectorHints(
         min_length=6,
         literals=("@",),
-        prefilter=r"[A-Za-z0-9._%+\-]@[A-Za-z0-9\-]+\.[A-Za-z0-9\-]",
+        # A non-ASCII character is "?" to the locating scan and its UTF-8 bytes to
+        # the payload scan.
+        prefilter=r"[A-Za-z0-9._%+\-]@[A-Za-z0-9\-?\x80-\xff]+\.[A-Za-z0-9\-?\x80-\xff]",
         # Neither the domain, nor the local part read backwards, nor the checks
         # around them take a NUL.
         separable=True,
@@ -68,11 +83,15 @@ class EmailDetector:
             # back at most 65 characters (no further than the last finding's end).
             lo = at - _LOCAL_WINDOW if at - _LOCAL_WINDOW > last_end else last_end
             window = text[lo:at]
-            before = len(window.rstrip(_LOCAL_TEXT))
+            local = window[len(window.rstrip(_LOCAL_TEXT)) :]
+            if "%" in local:
+                escapes = _URL_ESCAPE.findall(local)
+                if escapes:
+                    local = local[local.rfind(escapes[-1]) + 3 :]
             # One longer than RFC 5321 allows is no local part; one neither starts nor
             # ends with punctuation.
-            if len(window) - before <= _LOCAL_MAX:
-                local = window[before:].lstrip(_LOCAL_PUNCTUATION)
+            if len(local) <= _LOCAL_MAX:
+                local = local.lstrip(_LOCAL_PUNCTUATION)
                 if local and local[-1] != ".":
                     found.append((at - len(local), end))
                     last_end = end
@@ -91,12 +110,14 @@ def personal_detectors() -> list[Detector]:
             "payment_card",
             hinted(
                 r"[2-6](?<![0-9A-Za-z_][2-6])"
-                r"(?:[0-9]{11,18}|[0-9]{3}(?P<sep>[ \-])"
-                r"(?:[0-9]{4}(?P=sep)[0-9]{4}(?P=sep)[0-9]{4}(?:(?P=sep)[0-9]{3})?|[0-9]{6}(?P=sep)[0-9]{4,5}))"
+                rf"(?:[0-9]{{11,18}}|[0-9]{{3}}{_CARD_SEP}"
+                rf"(?:[0-9]{{4}}{_CARD_SEP}[0-9]{{4}}{_CARD_SEP}[0-9]{{4}}(?:{_CARD_SEP}[0-9]{{3}})?"
+                rf"|[0-9]{{6}}{_CARD_SEP}[0-9]{{4,5}}))"
                 r"(?![0-9])",
                 prefilter=(
-                    after("0-9A-Za-z_") + r"[2-6](?:[0-9]{11,18}|[0-9]{3}[ \-]"
-                    r"(?:[0-9]{4}[ \-][0-9]{4}[ \-][0-9]{4}(?:[ \-][0-9]{3})?|[0-9]{6}[ \-][0-9]{4,5}))" + before("0-9")
+                    after("0-9A-Za-z_") + rf"[2-6](?:[0-9]{{11,18}}|[0-9]{{3}}{_CARD_SEP_BYTES}"
+                    rf"(?:[0-9]{{4}}{_CARD_SEP_BYTES}[0-9]{{4}}{_CARD_SEP_BYTES}[0-9]{{4}}(?:{_CARD_SEP_BYTES}[0-9]{{3}})?"
+                    rf"|[0-9]{{6}}{_CARD_SEP_BYTES}[0-9]{{4,5}}))" + before("0-9")
                 ),
                 reach=8,
                 literals=("2", "3", "4", "5", "6"),
@@ -122,13 +143,37 @@ def personal_detectors() -> list[Detector]:
         ),
         hinted_detector(
             "us_ssn",
-            hinted(
-                r"[0-8](?<![0-9A-Za-z_\-][0-8])[0-9]{2}-[0-9]{2}-[0-9]{4}(?![0-9]|-[0-9])",
-                prefilter=after("0-9A-Za-z_\\-") + r"[0-8][0-9]{2}-[0-9]{2}-[0-9]{4}" + before("0-9"),
-                reach=8,
-                literals=("-",),
-                check=_checks.ssn_ok,
-            ),
+            [
+                hinted(
+                    r"[0-8](?<![0-9A-Za-z_\-][0-8])[0-9]{2}-[0-9]{2}-[0-9]{4}(?![0-9]|-[0-9])",
+                    prefilter=after("0-9A-Za-z_\\-") + r"[0-8][0-9]{2}-[0-9]{2}-[0-9]{4}" + before("0-9"),
+                    reach=8,
+                    literals=("-",),
+                    check=_checks.ssn_ok,
+                ),
+                # 123 45 6789: the groups of three, two and four say SSN as the hyphens do.
+                hinted(
+                    r"[0-8](?<![0-9A-Za-z_\-][0-8])[0-9]{2} [0-9]{2} [0-9]{4}(?![0-9]| [0-9]|[.\-][0-9])",
+                    prefilter=after("0-9A-Za-z_\\-") + r"[0-8][0-9]{2} [0-9]{2} [0-9]{4}" + before("0-9"),
+                    reach=8,
+                    literals=DIGITS,
+                    check=_checks.ssn_ok,
+                ),
+                # Nine digits with no separator are an SSN only after its name ("SSN:
+                # 123456789"); alone they are any id.
+                hinted(
+                    r"[Ss](?<![A-Za-z0-9_][Ss])(?i:sn|ocial[ _\-]security(?:[ _\-](?:number|no\.?))?)"
+                    r"[ \t]{0,4}[:#=]?[ \t]{0,4}([0-8][0-9]{8})(?![0-9])",
+                    prefilter=(
+                        r"(?:[Ss][Ss][Nn]|[Ss][Oo][Cc][Ii][Aa][Ll][ _\-][Ss][Ee][Cc][Uu][Rr][Ii][Tt][Yy])"
+                        r"[^0-9]{0,30}[0-8][0-9]{8}" + before("0-9")
+                    ),
+                    reach=8,
+                    literals=DIGITS,
+                    group=1,
+                    check=_checks.ssn_ok,
+                ),
+            ],
             min_length=11,
             normalize=_digits_only,
         ),
@@ -138,7 +183,7 @@ def personal_detectors() -> list[Detector]:
 
 _IBAN_COUNTRIES: Final = _checks.IBAN_COUNTRIES
 # What the digit patterns let through besides digits; deleted to leave the digits.
-_NUMBER_PUNCTUATION: Final = str.maketrans("", "", " .-()+/")
+_NUMBER_PUNCTUATION: Final = str.maketrans("", "", " .-()+/\u00a0\u202f")
 
 
 def _digits_only(text: str) -> str:
@@ -223,7 +268,15 @@ def _longest_number(text: str, start: int, stop: int, fewest: int, most: int) ->
     return None
 
 
+def _phone_double_zero(text: str, start: int, stop: int) -> Span | None:
+    """The number in ``text[start:stop]``: 8 to 15 digits after the "00"."""
+    return _longest_number(text, start, stop, 10, 17)
+
+
 def _phone_normalize(found: str) -> str:
+    # "0044 20 ..." is "+44 20 ...": one token for both (a national number has one 0).
+    if found.startswith("00"):
+        return "+" + _digits_only(found)[2:]
     return ("+" if found.startswith("+") else "") + _digits_only(found)
 
 
@@ -245,12 +298,18 @@ def _phone() -> RegexDetector:
                 # It reads only inside the span it is given.
                 separable=True,
             ),
-            # North American: (415) 555-0132, 415-555-0132, 415.555.0132, 415 555 0132.
+            # North American: (415) 555-0132, 415-555-0132, 415.555.0132, 415 555 0132;
+            # Brazilian: (11) 91234-5678, (21) 2345-6789; Chinese mobile: 138 0013 8000.
             hinted(
-                r"(?:\((?<![0-9A-Za-z_]\()[2-9][0-9]{2}\) ?|[2-9](?<![0-9A-Za-z_+][2-9])[0-9]{2}[ .\-])"
-                r"[0-9]{3}[ .\-][0-9]{4}(?![0-9]|[.\-][0-9])",
+                r"(?:\((?<![0-9A-Za-z_]\()(?:[2-9][0-9]{2}\) ?[0-9]{3}|[1-9][0-9]\) ?9?[0-9]{4})"
+                r"|[2-9](?<![0-9A-Za-z_+][2-9])[0-9]{2}[ .\-][0-9]{3}"
+                r"|1(?<![0-9A-Za-z_+]1)[3-9][0-9][ \-][0-9]{4})"
+                r"[ .\-][0-9]{4}(?![0-9]|[.\-][0-9])",
                 # No left boundary: inside this alternation it makes hyperscan scan slowly.
-                prefilter=r"(?:\([2-9][0-9]{2}\) ?|[2-9][0-9]{2}[ .\-])[0-9]{3}[ .\-][0-9]{4}" + before("0-9"),
+                prefilter=(
+                    r"(?:\((?:[2-9][0-9]{2}\) ?[0-9]{3}|[1-9][0-9]\) ?9?[0-9]{4})"
+                    r"|[2-9][0-9]{2}[ .\-][0-9]{3}|1[3-9][0-9][ \-][0-9]{4})[ .\-][0-9]{4}" + before("0-9")
+                ),
                 reach=8,
                 literals=DIGITS,
             ),
@@ -264,6 +323,30 @@ def _phone() -> RegexDetector:
                 refine=_phone_national,
                 # It reads only inside the span it is given.
                 separable=True,
+            ),
+            # International with "00" for "+": 0044 20 7946 0958, 001 (415) 555-0132. A
+            # separator after the country code: "0012345678" alone is an id.
+            hinted(
+                r"0(?<![0-9A-Za-z_.,+]0)0[1-9][0-9]{0,3}(?:[ .\-][0-9]|[ .\-]?\([0-9]{1,4}\))"
+                r"(?:[0-9]|[ .\-][0-9]|[ .\-]?\([0-9]{1,4}\))*+",
+                prefilter=after("0-9A-Za-z_.,+") + r"00[1-9][0-9 .()\-]{7}",
+                reach=48,
+                literals=("00",),
+                refine=_phone_double_zero,
+                # It reads only inside the span it is given.
+                separable=True,
+            ),
+            # Russian, with the trunk 8: 8 (495) 123-45-67, 8 912 345-67-89.
+            hinted(
+                r"8(?<![0-9A-Za-z_.,+]8)(?:[ \-]?\([3-9][0-9]{2}\) ?|[ \-][3-9][0-9]{2}[ \-])"
+                r"[0-9]{3}[ \-][0-9]{2}[ \-][0-9]{2}(?![0-9]|[.\-][0-9])",
+                prefilter=(
+                    after("0-9A-Za-z_.,+")
+                    + r"8[ \-]?\(?[3-9][0-9]{2}\)?[ \-]?[0-9]{3}[ \-][0-9]{2}[ \-][0-9]{2}"
+                    + before("0-9")
+                ),
+                reach=8,
+                literals=("8",),
             ),
         ],
         min_length=9,
