@@ -267,7 +267,7 @@ def measure(*, loops: int, repeats: int, quick: bool = False) -> list[Figure]:
         size = len(orjson.dumps(payload))
         results = {name: m.mask("model", "bench", payload) for name, m in engines.items()}
         assert len({orjson.dumps(r.value) for r in results.values()}) == 1, "the engines disagree"
-        findings = len(re.findall(r"<[a-z_0-9]+(?::[0-9a-f]{8})?>", orjson.dumps(results["python"].value).decode()))
+        findings = len(re.findall(r"<[a-z_0-9]+(?::[0-9a-f]{8,16})?>", orjson.dumps(results["python"].value).decode()))
         cases: dict[str, Case] = {"re": _timed(lambda p=payload: baseline_mask(p), loops)}
         for name, masker in engines.items():
             cases[name] = _timed(lambda m=masker, p=payload: m.mask("model", "bench", p), loops)

@@ -71,12 +71,14 @@ class ReplayingRun(Run):
         # masked value that a served output handed to the next input matches.
         current = masker()
         recorded = events.run.masking
-        if recorded is not None and recorded != current.fingerprint:
+        matching = current.for_recording(recorded)
+        if matching is None:
+            assert recorded is not None
             raise ConfigurationError(_masking_mismatch(events.run_id, recorded, current.fingerprint))
-        self._masking: MaskingSession | None = current.session() if current.enabled else None
+        self._masking: MaskingSession | None = matching.session() if matching.enabled else None
         # Keys and exception class names were recorded masked where a detector fired:
         # the current ones are masked the same way before they are looked up or compared.
-        self._names = NameMasker(current)
+        self._names = NameMasker(matching)
 
     def refuse(self, error: SpanReplayError) -> None:
         self.engine.refuse(error)
@@ -256,7 +258,7 @@ def _masking_mismatch(run_id: str, recorded: str, current: str) -> str:
             return "with masking off"
         if fingerprint == "placeholders":
             return "with masking on and no key (plain placeholders)"
-        return f"with the mask key whose id is {fingerprint.removeprefix('keyed:')}"
+        return f"with the mask key whose id is {fingerprint.split(':')[1]}"
 
     return (
         f"Run {run_id} was recorded {said(recorded)}, but replay would mask {said(current)}; the "

@@ -185,9 +185,12 @@ def spans_reference(pattern: Pattern, text: str, windows: Sequence[tuple[int, in
 
 
 _AT_DOMAIN = re.compile(
-    r"@(?:[A-Za-z0-9\-]{1,63}+\.){1,8}(?:[A-Za-z]{2,24}+|xn--[A-Za-z0-9\-]{1,59}+)(?![A-Za-z0-9\-])", re.ASCII
+    r"@(?:(?:[A-Za-z0-9\-]|[^\x00-\x7f\W]){1,63}+\.){1,8}"
+    r"(?:[A-Za-z]{2,24}+|xn--[A-Za-z0-9\-]{1,59}+|[^\x00-\x7f\W\d]{2,24}+)(?![A-Za-z0-9\-])"
 )
 _LOCAL_REVERSED = re.compile(r"[A-Za-z0-9._%+\-]{1,65}", re.ASCII)
+# A URL escape, reversed: the local part starts after the last one.
+_ESCAPE_REVERSED = re.compile(r"[0-9A-Fa-f]{2}%", re.ASCII)
 
 
 def emails_reference(text: str) -> Iterator[tuple[int, int]]:
@@ -195,10 +198,17 @@ def emails_reference(text: str) -> Iterator[tuple[int, int]]:
     last_end = 0
     for match in _AT_DOMAIN.finditer(text):
         at = match.start()
-        local = _LOCAL_REVERSED.match(text[max(last_end, at - 65) : at][::-1])
-        if local is None or local.end() > 64:
+        run = text[max(last_end, at - 65) : at][::-1]
+        local = _LOCAL_REVERSED.match(run)
+        if local is None:
             continue
-        start = at - local.end()
+        length = local.end()
+        escape = _ESCAPE_REVERSED.search(run, 0, length)
+        if escape is not None:
+            length = escape.start()
+        if length > 64:
+            continue
+        start = at - length
         while start < at and not text[start].isalnum():
             start += 1
         if start == at or text[at - 1] == ".":
@@ -522,7 +532,7 @@ def test_pattern_spans_re_matches_a_hit_cut_by_its_window() -> None:
 
 EMAIL_FRAGMENTS = st.sampled_from(
     ["a", "Z", "9", ".", "..", "_", "%", "+", "-", "@", "@@", "x@y.", "b.cc", "example.com", "xn--p1ai", " ", "\x00",
-     "é", "a" * 70, ".a" * 40, "-" * 10]
+     "é", "a" * 70, ".a" * 40, "-" * 10, "%20", "%4", "ü", "例え", "テスト"]
 )  # fmt: skip
 
 
@@ -532,5 +542,7 @@ EMAIL_FRAGMENTS = st.sampled_from(
 @example("." * 3 + "@example.com")
 @example("a" * 65 + "@example.com " + "b" * 64 + "@example.com")
 @example("x.@example.com, _y_@example.com")
+@example("q=" + "%20".join(["lorem"] * 20) + "%20jane@example.com a%2@b.cc")
+@example("info@bücher.de ops@例え.テスト")
 def test_email_detector_matches_the_reversed_window_reference(text: str) -> None:
     assert list(EmailDetector()(text)) == list(emails_reference(text))

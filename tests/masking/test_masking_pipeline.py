@@ -100,7 +100,7 @@ def test_masking_a_masked_payload_changes_nothing(sample: tuple[Any, list[str]])
 def test_the_same_value_under_the_same_key_gets_the_same_token() -> None:
     one = Masker(MaskingConfig(key="k1")).scan_text("a jane@example.com b")[0]
     two = Masker(MaskingConfig(key="k1")).scan_text("x JANE@example.com")[0]
-    assert re.fullmatch(r"a <email:[0-9a-f]{8}> b", one)
+    assert re.fullmatch(r"a <email:[0-9a-f]{16}> b", one)
     assert one.split()[1] == two.split()[1]  # emails compare case-insensitively
 
 
@@ -125,20 +125,20 @@ def test_a_different_key_gives_a_different_token() -> None:
 
 def test_different_values_get_different_tokens_and_equal_ones_equal_tokens() -> None:
     masked, _ = PYTHON.scan_text("from a@example.com to b@example.com cc a@example.com")
-    tokens = re.findall(r"<email:[0-9a-f]{8}>", masked)
+    tokens = re.findall(r"<email:[0-9a-f]{16}>", masked)
     assert len(tokens) == 3
     assert tokens[0] == tokens[2] != tokens[1]
 
 
 def test_the_same_digits_as_different_kinds_get_unrelated_tokens() -> None:
     masked, _ = PYTHON.scan_text("card 4111 1111 1111 1111, ssn 123-45-6789")
-    card, ssn = re.findall(r"<\w+:([0-9a-f]{8})>", masked)
+    card, ssn = re.findall(r"<\w+:([0-9a-f]{16})>", masked)
     assert card != ssn
 
 
 def test_card_numbers_written_differently_share_a_token() -> None:
     masked, _ = PYTHON.scan_text("4111 1111 1111 1111 and 4111-1111-1111-1111 and 4111111111111111")
-    assert len(set(re.findall(r"<payment_card:[0-9a-f]{8}>", masked))) == 1
+    assert len(set(re.findall(r"<payment_card:[0-9a-f]{16}>", masked))) == 1
 
 
 def test_without_a_key_values_become_typed_placeholders(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -182,7 +182,7 @@ def test_a_path_rule_masks_every_match_of_its_wildcard() -> None:
     masker = Masker(MaskingConfig(key="k", rules=[mask("orders[*].customer.name")]))
     result = masker.mask("tool", "orders", ORDERS)
     names = [o["customer"]["name"] for o in result.value["orders"]]
-    assert all(re.fullmatch(r"<name:[0-9a-f]{8}>", n) for n in names)
+    assert all(re.fullmatch(r"<name:[0-9a-f]{16}>", n) for n in names)
     assert names[0] != names[1]
     assert ("orders[0].customer.name", "mask:orders[*].customer.name") in result.fired
     assert ("orders[1].customer.email", "email") in result.fired
@@ -261,6 +261,13 @@ def test_field_names_match_case_and_separator_variants_but_not_lookalikes() -> N
         "token_count": 5,
         "input_tokens": 3,
         "secretary": "Ann",
+        "pwd": "g",
+        "passcode": "h",
+        "db_pass": "i",
+        "dbPass": "j",
+        "passwordHash": "k",
+        "bypass": "yes",
+        "compass": "north",
     }
     masked = PYTHON.mask("tool", "t", value).value
     assert masked == {
@@ -275,13 +282,20 @@ def test_field_names_match_case_and_separator_variants_but_not_lookalikes() -> N
         "token_count": 5,
         "input_tokens": 3,
         "secretary": "Ann",
+        "pwd": "<pwd>",
+        "passcode": "<passcode>",
+        "db_pass": "<pass>",
+        "dbPass": "<pass>",
+        "passwordHash": "<password_hash>",
+        "bypass": "yes",
+        "compass": "north",
     }
 
 
 def test_field_name_rules_of_your_own() -> None:
     masker = Masker(MaskingConfig(key="k", rules=[FieldNames(["date_of_birth"], pseudonymize=True)]))
     masked = masker.mask("tool", "t", {"dateOfBirth": "1990-01-01", "password": "x"}).value
-    assert re.fullmatch(r"<date_of_birth:[0-9a-f]{8}>", masked["dateOfBirth"])
+    assert re.fullmatch(r"<date_of_birth:[0-9a-f]{16}>", masked["dateOfBirth"])
     assert masked["password"] == "<password>"
 
 

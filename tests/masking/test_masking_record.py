@@ -28,6 +28,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import spanreplay
+import spanreplay.masking._pipeline
 from helpers.masking_samples import emails, payloads_with_secrets, planted
 from spanreplay import _semconv as sc
 from spanreplay.masking import MaskingConfig, keep
@@ -157,7 +158,7 @@ def test_the_project_key_is_never_recorded(tmp_path: Path, provider: TracerProvi
     assert key.encode() not in data
     assert b"jane@example.com" not in data
     event = spanreplay.load(directory, run.run_id).events[0]
-    assert re.fullmatch(r"<email:[0-9a-f]{8}>", event.output)
+    assert re.fullmatch(r"<email:[0-9a-f]{16}>", event.output)
 
 
 def test_masking_can_be_turned_off(tmp_path: Path, provider: TracerProvider) -> None:
@@ -350,3 +351,37 @@ def test_replay_refuses_masking_other_than_the_recording_s_naming_both(tmp_path:
     with spanreplay.replay(log) as replaying:
         assert spanreplay.boundary("tool", "lookup", {"email": "ana@example.com"}, lambda: "real") == "found"
     assert replaying.outcome == "completed"
+
+
+def test_a_run_recorded_with_32_bit_tokens_still_replays(
+    tmp_path: Path, provider: TracerProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("SPANREPLAY_MASK_KEY", raising=False)
+    # The masker as it was: 8 hex digits a token, and "keyed:{key id}" on the run span.
+    with monkeypatch.context() as old:
+        old.setattr(spanreplay.masking._pipeline, "TOKEN_HEX", 8)
+        spanreplay.configure(
+            trace_dir=tmp_path,
+            tracer_provider=provider,
+            masking=MaskingConfig(key="old key", engine="python"),
+            raise_internal_errors=True,
+        )
+        with spanreplay.record(agent="old") as run:
+            spanreplay.boundary("tool", "send", {"to": "ann@example.com"}, lambda: "sent")
+    log = spanreplay.load(tmp_path, run.run_id)
+    assert log.run.masking is not None
+    assert re.fullmatch(r"keyed:[0-9a-f]{8}", log.run.masking)
+    assert re.fullmatch(r"<email:[0-9a-f]{8}>", log.events[0].input["to"])
+
+    # Today's masker writes 64-bit tokens and says so on the run span ...
+    spanreplay.configure(
+        trace_dir=tmp_path, tracer_provider=provider, masking=MaskingConfig(key="old key"), raise_internal_errors=True
+    )
+    current = spanreplay.masking.Masker(MaskingConfig(key="old key"))
+    assert current.fingerprint == log.run.masking + ":64"
+    # ... and replays the old run with the old tokens: the same address is served, another diverges.
+    with spanreplay.replay(log) as replaying:
+        assert spanreplay.boundary("tool", "send", {"to": "ann@example.com"}, lambda: "live") == "sent"
+    assert replaying.outcome == "completed"
+    with pytest.raises(spanreplay.InputChangedError), spanreplay.replay(log):
+        spanreplay.boundary("tool", "send", {"to": "bob@example.com"}, lambda: "live")

@@ -17,7 +17,7 @@ It is on by default::
     )
 
 With a project key (``MaskingConfig(key=...)`` or ``SPANREPLAY_MASK_KEY``), a
-masked value becomes a keyed pseudonym, ``<email:3f9a2c1b>``: equal values give
+masked value becomes a keyed pseudonym, ``<email:3f9a2c1b07d4e85a>``: equal values give
 equal tokens, so a run whose branches compare them replays exactly. Without a
 key it becomes ``<email>``. See docs/masking.md.
 """

@@ -22,6 +22,13 @@ __all__ = ["PrivateKeyDetector", "secret_detectors"]
 
 _TOKEN: Final = "A-Za-z0-9_\\-"
 _BEARER_TOKEN: Final = "A-Za-z0-9._~+/=\\-"
+# Zero-width characters (U+200B to U+200D, U+2060, U+FEFF) inside a key: pasted from a
+# document or a chat, a key may hold one, and it must not end the key there.
+_ZW: Final = "\u200b-\u200d\u2060\ufeff"
+# The key's characters with them, for the expressions; for the prefilters, a non-ASCII
+# character is "?" to the locating scan and UTF-8 bytes to the payload scan.
+_KEY: Final = _TOKEN + _ZW
+_KEY_BYTES: Final = _TOKEN + "?\\x80-\\xff"
 
 
 _PEM_BEGIN: Final = re.compile(r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----", re.ASCII)
@@ -67,9 +74,9 @@ def secret_detectors() -> list[Detector]:
         hinted_detector(
             "jwt",
             hinted(
-                rf"eyJ(?<![{_TOKEN}]eyJ)[{_TOKEN}]{{4,}}+\.[{_TOKEN}]{{4,}}+\.[{_TOKEN}]*+",
+                rf"eyJ(?<![{_TOKEN}]eyJ)[{_KEY}]{{4,}}+\.[{_KEY}]{{4,}}+\.[{_KEY}]*+",
                 literals=("eyJ",),
-                prefilter=rf"eyJ[{_TOKEN}]{{4}}",
+                prefilter=rf"eyJ[{_KEY_BYTES}]{{4}}",
             ),
             pseudonymize=False,
             min_length=13,  # eyJ, 4, ".", 4, "."
@@ -77,9 +84,9 @@ def secret_detectors() -> list[Detector]:
         hinted_detector(
             "anthropic_api_key",
             hinted(
-                rf"sk-ant-(?<![{_TOKEN}]sk-ant-)[{_TOKEN}]{{20,}}+",
+                rf"sk-ant-(?<![{_TOKEN}]sk-ant-)[{_KEY}]{{20,}}+",
                 literals=("sk-ant-",),
-                prefilter=rf"sk-ant-[{_TOKEN}]{{20}}",
+                prefilter=rf"sk-ant-[{_KEY_BYTES}]{{20}}",
             ),
             pseudonymize=False,
             min_length=27,
@@ -87,13 +94,13 @@ def secret_detectors() -> list[Detector]:
         hinted_detector(
             "openai_api_key",
             hinted(
-                rf"sk-(?<![{_TOKEN}]sk-)(?!ant-)(?:proj-|svcacct-|admin-)?[{_TOKEN}]{{20,}}+",
+                rf"sk-(?<![{_TOKEN}]sk-)(?!ant-)(?:proj-|svcacct-|admin-)?[{_KEY}]{{20,}}+",
                 literals=("sk-",),
                 # Twenty key characters that do not begin with "ant-": an Anthropic key
                 # does not wake this detector up too.
                 prefilter=(
-                    rf"sk-(?:[A-Zb-z0-9_\-][{_TOKEN}]{{19}}|a(?:[A-Za-mo-z0-9_\-][{_TOKEN}]{{18}}"
-                    rf"|n(?:[A-Za-su-z0-9_\-][{_TOKEN}]{{17}}|t[A-Za-z0-9_][{_TOKEN}]{{16}})))"
+                    rf"sk-(?:[A-Zb-z0-9_\-?\x80-\xff][{_KEY_BYTES}]{{19}}|a(?:[A-Za-mo-z0-9_\-?\x80-\xff][{_KEY_BYTES}]{{18}}"
+                    rf"|n(?:[A-Za-su-z0-9_\-?\x80-\xff][{_KEY_BYTES}]{{17}}|t[A-Za-z0-9_?\x80-\xff][{_KEY_BYTES}]{{16}})))"
                 ),
             ),
             pseudonymize=False,
@@ -113,13 +120,13 @@ def secret_detectors() -> list[Detector]:
             "github_token",
             [
                 hinted(
-                    r"gh(?<![A-Za-z0-9_]gh)[pousr]_[A-Za-z0-9]{36,}+",
-                    prefilter=r"gh[pousr]_[A-Za-z0-9]{36}",
+                    rf"gh(?<![A-Za-z0-9_]gh)[pousr]_[A-Za-z0-9{_ZW}]{{36,}}+",
+                    prefilter=r"gh[pousr]_[A-Za-z0-9?\x80-\xff]{36}",
                     literals=("gh",),
                 ),
                 hinted(
-                    r"github_pat_(?<![A-Za-z0-9_]github_pat_)[A-Za-z0-9_]{22,}+",
-                    prefilter=r"github_pat_[A-Za-z0-9_]{22}",
+                    rf"github_pat_(?<![A-Za-z0-9_]github_pat_)[A-Za-z0-9_{_ZW}]{{22,}}+",
+                    prefilter=r"github_pat_[A-Za-z0-9_?\x80-\xff]{22}",
                     literals=("github_pat_",),
                 ),
             ],
@@ -129,9 +136,9 @@ def secret_detectors() -> list[Detector]:
         hinted_detector(
             "slack_token",
             hinted(
-                r"xox(?<![A-Za-z0-9_]xox)[bpaers]-[A-Za-z0-9\-]{10,}+",
+                rf"xox(?<![A-Za-z0-9_]xox)[bpaers]-[A-Za-z0-9\-{_ZW}]{{10,}}+",
                 literals=("xox",),
-                prefilter=r"xox[bpaers]-[A-Za-z0-9\-]{10}",
+                prefilter=r"xox[bpaers]-[A-Za-z0-9\-?\x80-\xff]{10}",
             ),
             pseudonymize=False,
             min_length=15,
@@ -146,14 +153,14 @@ def secret_detectors() -> list[Detector]:
                     prefilter=r"[Bb]earer",
                     literals=("earer",),
                     group=1,
-                    check=_has_digit,
+                    check=_token_like,
                 ),
                 hinted(
                     rf"EARER(?<=BEARER)(?<![A-Za-z0-9_]BEARER)[ \t]++([{_BEARER_TOKEN}]{{12,}}+)",
                     prefilter=r"BEARER",
                     literals=("EARER",),
                     group=1,
-                    check=_has_digit,
+                    check=_token_like,
                 ),
             ],
             pseudonymize=False,
@@ -162,5 +169,14 @@ def secret_detectors() -> list[Detector]:
     ]
 
 
-def _has_digit(text: str) -> bool:
-    return any("0" <= ch <= "9" for ch in text)
+# Characters of a token that no word of prose after "Bearer" holds.
+_TOKEN_MARKS: Final = frozenset("0123456789_~+/=")
+
+
+def _token_like(text: str) -> bool:
+    """A token, not a word ("Bearer authentication"): it holds a digit or one of
+    ``_~+/=``, mixes cases after its first letter, or is 20 characters or longer."""
+    if not _TOKEN_MARKS.isdisjoint(text) or len(text) >= 20:
+        return True
+    rest = text[1:]
+    return rest != rest.lower() and rest != rest.upper()

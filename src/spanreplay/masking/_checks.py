@@ -87,10 +87,14 @@ _HEAD_BITS: dict[bytes, int] = {}
 
 
 def card_text_ok(text: str) -> bool:
-    """``card_ok`` of ``text`` without its spaces and hyphens. ``text``: ASCII (a card
-    pattern's hit). One function, not two: it runs once per candidate on every payload."""
+    """``card_ok`` of ``text`` without its separators (spaces, no-break spaces, hyphens,
+    dots): a card pattern's hit. One function, not two: it runs once per candidate on
+    every payload."""
     # The separators go in the same C call that makes the bytes Luhn sums over.
-    data = text.encode("ascii").translate(None, b" -")
+    try:
+        data = text.encode("ascii").translate(None, b" -.")
+    except UnicodeEncodeError:  # a no-break space between the groups
+        data = text.replace("\u00a0", "").replace("\u202f", "").encode("ascii").translate(None, b" -.")
     n = len(data)
     if n < 12 or n > 19:
         return False
@@ -146,8 +150,12 @@ def iban_ok(compact: str) -> bool:
 
 
 def ssn_ok(text: str) -> bool:
-    """``ddd-dd-dddd`` with the area, group and serial numbers the SSA has issued."""
-    area, group, serial = text[0:3], text[4:6], text[7:11]
+    """``ddd-dd-dddd`` (or ``ddd dd dddd``, or ``ddddddddd``) with the area, group and
+    serial numbers the SSA has issued."""
+    if len(text) == 9:
+        area, group, serial = text[0:3], text[3:5], text[5:9]
+    else:
+        area, group, serial = text[0:3], text[4:6], text[7:11]
     return area != "000" and area != "666" and area[0] != "9" and group != "00" and serial != "0000"
 
 

@@ -25,7 +25,7 @@ class MaskingConfig:
     Args:
         enabled: False records payloads as they are (only for data with nothing
             personal in it).
-        key: the project key for pseudonyms (``<email:3f9a2c1b>``); by default the
+        key: the project key for pseudonyms (``<email:3f9a2c1b07d4e85a>``); by default the
             ``SPANREPLAY_MASK_KEY`` environment variable. Without one, masked values
             become plain placeholders (``<email>``). Replay needs the key the run was
             recorded with. The key is never recorded and never shown in a repr.

@@ -38,7 +38,7 @@ class Detector(Protocol):
 
     Attributes:
         name: the rule name recorded on the span, and the placeholder's label
-            (``<email:3f9a2c1b>``): lower case letters, digits and ``_``.
+            (``<email:3f9a2c1b07d4e85a>``): lower case letters, digits and ``_``.
         pseudonymize: True for personal data (a keyed token, so equal values stay
             equal); False for credentials, which always become a plain placeholder.
     """

@@ -38,7 +38,7 @@ from ._detector import Detector, warn_old_hints
 from ._engine import Gate, PythonGate, make_gate
 from ._hints import UNHINTED, hints_of
 from ._plan import Plan, StringCache
-from ._pseudonyms import Pseudonyms
+from ._pseudonyms import LEGACY_TOKEN_HEX, TOKEN_HEX, Pseudonyms
 from ._rules import DROP, FieldNames, PathRule
 from ._scanner import Scanner
 from ._walk import SERIALIZE, Walk
@@ -91,6 +91,9 @@ class Masker:
     """
 
     def __init__(self, config: MaskingConfig | None = None, *, default: Callable[[Any], Any] | None = None) -> None:
+        self._build(config, default, TOKEN_HEX)
+
+    def _build(self, config: MaskingConfig | None, default: Callable[[Any], Any] | None, token_hex: int) -> None:
         self.config = config = config if config is not None else MaskingConfig()
         self.detectors: tuple[Detector, ...] = config.resolved_detectors()
         for detector in self.detectors:
@@ -101,7 +104,7 @@ class Masker:
                 )
             if hints_of(detector) is UNHINTED:
                 warn_old_hints(detector)
-        self._pseudonyms = Pseudonyms(config.resolved_key())
+        self._pseudonyms = Pseudonyms(config.resolved_key(), token_hex=token_hex)
         self._path_rules = tuple(r for r in config.rules if isinstance(r, PathRule))
         fields = [r for r in config.rules if isinstance(r, FieldNames)]
         if config.field_names:
@@ -117,6 +120,7 @@ class Masker:
         self._default = default or _default
         self._plans: dict[tuple[str, str, str], Plan] = {}
         self._lock = threading.Lock()
+        self._legacy: Masker | None = None
 
     def __repr__(self) -> str:
         return (
@@ -135,7 +139,8 @@ class Masker:
 
     @property
     def fingerprint(self) -> str:
-        """How this masker writes tokens: ``off``, ``placeholders`` or ``keyed:{key id}``.
+        """How this masker writes tokens: ``off``, ``placeholders`` or ``keyed:{key id}:64``
+        (64-bit tokens; ``keyed:{key id}`` alone was written for the 32-bit tokens before).
 
         Recorded on the run span, so replay can tell that it masks the current
         input the way the recording was masked.
@@ -143,7 +148,26 @@ class Masker:
         if not self.config.enabled:
             return "off"
         key_id = self._pseudonyms.key_id
-        return "placeholders" if key_id is None else f"keyed:{key_id}"
+        if key_id is None:
+            return "placeholders"
+        if self._pseudonyms.token_hex == LEGACY_TOKEN_HEX:
+            return f"keyed:{key_id}"
+        return f"keyed:{key_id}:{self._pseudonyms.token_hex * 4}"
+
+    def for_recording(self, fingerprint: str | None) -> Masker | None:
+        """A masker that masks as a run recorded with ``fingerprint`` was masked: this one,
+        or (same key, 32-bit tokens) its twin that writes the shorter tokens; None when
+        neither does. ``fingerprint`` None (a run recorded before it was written): this one."""
+        if fingerprint is None or fingerprint == self.fingerprint:
+            return self
+        if self._pseudonyms.keyed and fingerprint == f"keyed:{self._pseudonyms.key_id}":
+            with self._lock:
+                if self._legacy is None:
+                    legacy = Masker.__new__(Masker)
+                    legacy._build(self.config, self._default, LEGACY_TOKEN_HEX)
+                    self._legacy = legacy
+                return self._legacy
+        return None
 
     def session(self) -> MaskingSession:
         """A session that remembers what it masked: one per run."""

@@ -1,10 +1,17 @@
 """Pseudonyms and placeholders: what a masked value becomes.
 
-With a project key, a value becomes a typed, keyed token, ``<email:3f9a2c1b>``:
+With a project key, a value becomes a typed, keyed token, ``<email:3f9a2c1b07d4e85a>``:
 the same value under the same key always gives the same token, so code that
 compares two masked values still takes the branch it took when recording. The
 token is a keyed BLAKE2b hash: without the key, nobody can test a guess against
 it. Without a key, every value becomes its plain placeholder, ``<email>``.
+
+A token holds 64 bits of the hash (16 hex digits). Among N distinct values under
+one label, two share a token with a chance of about N² / 2⁶⁵ (the birthday
+bound): one in 37 million for a million values, one in 3,700 for a hundred
+million (a busy year of runs). The 32-bit tokens written before (8 hex digits)
+had an even chance of one by 77,000 values; runs recorded with them still
+replay, with ``Pseudonyms(key, token_hex=LEGACY_TOKEN_HEX)``.
 
 The key itself is held here and nowhere else; it is never written to a span.
 """
@@ -20,11 +27,14 @@ from ._numbers import keyed_number, plain_number
 
 __all__ = ["PLACEHOLDER", "Pseudonyms", "is_placeholder", "label_of"]
 
-TOKEN_HEX: Final = 8
+TOKEN_HEX: Final = 16
+# The length of the tokens written before 64-bit ones; replay of such a run writes them.
+LEGACY_TOKEN_HEX: Final = 8
 
 # Every placeholder or pseudonym this module writes, and nothing a detector finds:
 # masking leaves these alone, which makes it idempotent.
-PLACEHOLDER: Final = re.compile(r"<[a-z][a-z0-9_]{0,40}(?::[0-9a-f]{8})?>", re.ASCII)
+# Tokens of both lengths: a recorded legacy token that the code passes on is one too.
+PLACEHOLDER: Final = re.compile(r"<[a-z][a-z0-9_]{0,40}(?::[0-9a-f]{8}(?:[0-9a-f]{8})?)?>", re.ASCII)
 _LABEL: Final = re.compile(r"[^a-z0-9_]+")
 
 
@@ -46,11 +56,16 @@ class Pseudonyms:
 
     Args:
         key: the project key. None gives plain placeholders.
+        token_hex: the hex digits of a token, ``TOKEN_HEX``; ``LEGACY_TOKEN_HEX`` for a
+            run recorded with the shorter tokens.
     """
 
-    __slots__ = ("_cache", "_check", "_hashers", "_key", "_number_hashers", "keyed")
+    __slots__ = ("_cache", "_check", "_hashers", "_key", "_number_hashers", "keyed", "token_hex")
 
-    def __init__(self, key: bytes | None) -> None:
+    def __init__(self, key: bytes | None, *, token_hex: int = TOKEN_HEX) -> None:
+        if token_hex not in (TOKEN_HEX, LEGACY_TOKEN_HEX):
+            raise ValueError(f"token_hex is {token_hex}; tokens are {TOKEN_HEX} or {LEGACY_TOKEN_HEX} hex digits")
+        self.token_hex = token_hex
         if key is not None and len(key) > 64:
             # BLAKE2b takes keys of up to 64 bytes; a longer one is hashed down first.
             key = hashlib.sha256(key).digest()
@@ -89,7 +104,7 @@ class Pseudonyms:
             # The label is hashed in: the same digits as a phone number and as a card
             # number give unrelated tokens.
             hasher = hashlib.blake2b(
-                digest_size=TOKEN_HEX // 2, key=self._key, person=b"spanreplay-mask", salt=label.encode()[:16]
+                digest_size=self.token_hex // 2, key=self._key, person=b"spanreplay-mask", salt=label.encode()[:16]
             )
             if len(self._hashers) < 1024:
                 self._hashers[label] = hasher

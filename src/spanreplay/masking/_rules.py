@@ -185,11 +185,17 @@ def transform(path: str, fn: Callable[[Any], Any], **options: Any) -> PathRule:
 
 # Credentials that travel under well-known names: headers, config objects, API bodies.
 # A name matches a key that is it or ends with it after "_": "token" matches
-# "access_token" and "refreshToken", but not "max_tokens" or "token_count".
+# "access_token" and "refreshToken", but not "max_tokens" or "token_count"; "pass"
+# matches "db_pass" and "dbPass", but not "bypass".
 DEFAULT_FIELD_NAMES: Final = (
     "password",
     "passwd",
+    "pwd",
+    "pass",
+    "passcode",
     "passphrase",
+    # A password's hash is about the password: it can be tested against guesses.
+    "password_hash",
     "secret",
     "secret_key",
     "secret_access_key",
