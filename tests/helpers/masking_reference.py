@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from helpers.masking_engines import FAST, PYTHON
 from helpers.masking_samples import FILLER, KINDS
 from spanreplay.masking import FieldNames, Masker, format_path
-from spanreplay.masking._pseudonyms import PLACEHOLDER, Pseudonyms
+from spanreplay.masking._pseudonyms import PLACEHOLDER, Pseudonyms, label_of
 from spanreplay.masking._scanner import WITHHELD
 
 MASKERS = [PYTHON, FAST] if FAST is not PYTHON else [PYTHON]
@@ -142,7 +142,15 @@ def reference_walk(masker: Masker, payload: Any) -> tuple[Any, tuple[tuple[str, 
                         continue
                 out[new_key] = walk(item, (*path, new_key), place)
             return out
-        return value  # numbers, bools and null: the detectors read strings only
+        if type(value) is float and value.is_integer() and 1e11 <= abs(value) < 1e16:
+            # A whole float of card length is read as its digits; where a detector fires
+            # it is masked as a number (a card number a spreadsheet turned into a float).
+            names = reference(masker, str(int(value)))[1]
+            if names:
+                fired.append((place, path, names[0]))
+                detector = next(d for d in masker.detectors if d.name == names[0])
+                return float(pseudonyms.number(label_of(names[0]), value, pseudonymize=detector.pseudonymize))
+        return value  # other numbers, bools and null: the detectors read strings only
 
     masked = walk(payload, (), next(places))
     once = dict.fromkeys((place, format_path(path), rule) for place, path, rule in fired)

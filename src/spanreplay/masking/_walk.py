@@ -35,9 +35,12 @@ _UNSEEN: Final[Any] = object()
 # Plain object keys remembered per plan (see Plan.plain_keys), and the longest.
 _PLAIN_KEYS_HELD: Final = 4096
 _PLAIN_KEY_MAX: Final = 64
-# Whole floats of 12 to 19 digits, the lengths of card numbers: scanned as their digits.
+# Whole floats of 12 to 16 digits, the lengths of card numbers a float can hold:
+# scanned as their digits. From 1e16 on a float prints with an exponent, so its
+# digits are not in the encoded payload the gate reads (and a float no longer
+# holds every digit of such a number anyway).
 _WHOLE_LOW: Final = 1e11
-_WHOLE_HIGH: Final = 1e19
+_WHOLE_HIGH: Final = 1e16
 
 
 class Holder:
