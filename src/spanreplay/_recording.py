@@ -188,14 +188,7 @@ class RecordingRun(Run):
         decode: Decoder | None,
         attributes: dict[str, Any] | None,
     ) -> Any:
-        scope = self._scope()
-        # The key is in the call id, the span name and its attributes: masked first,
-        # as replay masks it before looking the call up.
-        key = self._names(key)
-        # Ids are taken now, when the boundary is called, not when its work runs or
-        # completes: sibling tasks of one gather() get their ordinals in call order.
-        call_id = scope.next_call_id(kind, key)
-        seq = next(self._seq)
+        scope, key, call_id, seq = self._next_call(kind, key)
         if is_async:
             return self._record_async(scope, call_id, seq, kind, key, input, fn, attributes)
         span, child = self._start(scope, call_id, seq, kind, key, input, attributes)
@@ -436,10 +429,7 @@ class RecordingRun(Run):
         attributes: dict[str, Any] | None = None,
         span_name: str | None = None,
     ) -> Call:
-        scope = self._scope()
-        key = self._names(key)
-        call_id = scope.next_call_id(kind, key)
-        seq = next(self._seq)
+        scope, key, call_id, seq = self._next_call(kind, key)
         span, child = self._start(scope, call_id, seq, kind, key, input, attributes)
         if span is not None and span_name is not None:
             span.update_name(span_name)

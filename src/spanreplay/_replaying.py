@@ -183,10 +183,7 @@ class ReplayingRun(Run):
         decode: Decoder | None,
         attributes: dict[str, Any] | None,
     ) -> Any:
-        scope = self._scope()
-        key = self._names(key)
-        call_id = scope.next_call_id(kind, key)
-        seq = next(self._seq)
+        scope, key, call_id, seq = self._next_call(kind, key)
         event = self.engine.take(scope.call_id, call_id, kind, key, seq, self._encoded_input(kind, key, input, call_id))
         if is_async or event.awaited:
             return _served_async(event, decode)
@@ -207,10 +204,7 @@ class ReplayingRun(Run):
         A caller that had to encode the input anyway (to check it) passes the bytes,
         and a large input is not encoded twice.
         """
-        scope = self._scope()
-        key = self._names(key)
-        call_id = scope.next_call_id(kind, key)
-        seq = next(self._seq)
+        scope, key, call_id, seq = self._next_call(kind, key)
         data = self._encoded_input(kind, key, input, call_id, input_json)
         event = self.engine.take(scope.call_id, call_id, kind, key, seq, data)
         return Call(self, kind, key, call_id, seq, Scope(self, call_id, None), recorded=event)

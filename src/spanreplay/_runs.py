@@ -34,6 +34,7 @@ from .readers._base import SpanReplayWarning
 
 if TYPE_CHECKING:
     from ._calls import Call
+    from .masking._names import NameMasker
 
 logger = logging.getLogger("spanreplay")
 
@@ -230,6 +231,9 @@ class Run:
     # Tasks and threads started in the run get branch scopes of their own (see _branches);
     # False only when replaying a run recorded before branches existed.
     branches: bool = True
+    # Masks a name outside the payloads (a tool key, the agent, an exception class)
+    # where a detector fires: set by each kind of run from the masker it works with.
+    _names: NameMasker
 
     def __init__(self, run_id: str, agent: str) -> None:
         self.run_id = run_id
@@ -303,6 +307,18 @@ class Run:
     def _scope(self) -> Scope:
         scope = current_scope_var.get()
         return scope if scope is not None and scope.run is self else self.root
+
+    def _next_call(self, kind: str, key: str) -> tuple[Scope, str, str, int]:
+        """A new call's scope, its key as the recording holds it, its call id and its seq.
+
+        The key is in the call id, the span name and its attributes, so it is masked
+        first (where a detector fires), alike on record and on replay. Ids are taken
+        when the boundary is called, not when its work runs or completes: sibling
+        tasks of one gather() get their ordinals in call order.
+        """
+        scope = self._scope()
+        key = self._names(key)
+        return scope, key, scope.next_call_id(kind, key), next(self._seq)
 
     # -- context manager ------------------------------------------------------
 
