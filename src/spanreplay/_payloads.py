@@ -35,7 +35,11 @@ def json_default(value: Any) -> Any:
         return sorted(value, key=repr)
     if isinstance(value, (bytes, bytearray, memoryview)):
         return bytes(value).decode("utf-8", "backslashreplace")
-    # A repr with a memory address would differ on every run and break replay.
+    return stable_repr(value)
+
+
+def stable_repr(value: Any) -> str:
+    """``repr(value)`` without memory addresses, which differ on every run and break replay."""
     return _ADDRESS.sub("", repr(value))
 
 

@@ -27,7 +27,6 @@ import dataclasses
 import enum
 import logging
 import pathlib
-import typing
 import uuid
 import weakref
 from collections.abc import Callable, Mapping
@@ -37,11 +36,8 @@ from typing import Any, Final
 
 import orjson
 
-if typing.TYPE_CHECKING:
-    pass
-
+from ._payloads import stable_repr
 from ._typed_registry import (
-    ADDRESS,
     REGISTRY,
     SCALARS,
     UNENCODABLE,
@@ -248,8 +244,8 @@ def _unencodable(value: Any, collapse: bool) -> tuple[Any, Tags | None]:
     kind = type(value)
     name = f"{kind.__module__}.{kind.__qualname__}"
     try:
-        # What a person sees in the span; a repr with a memory address would differ on every run.
-        text = ADDRESS.sub("", repr(value))
+        # What a person sees in the span.
+        text = stable_repr(value)
     except Exception:
         text = f"<{name}>"
     return text, {"": UNENCODABLE + name}

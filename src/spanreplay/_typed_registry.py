@@ -40,7 +40,6 @@ __all__ = [
 # JSON scalars orjson writes as they are and loads back as the same type.
 SCALARS: Final = frozenset({str, int, float, bool, type(None)})
 IDENTIFIER: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-ADDRESS: Final = re.compile(r" at 0x[0-9a-fA-F]+")
 # A value that could not be recorded: the tag is "!" and the name of its type.
 UNENCODABLE: Final = "!"
 # pathlib's concrete and pure classes, by name: the only ones a Path tag may name.
