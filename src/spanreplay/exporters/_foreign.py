@@ -165,14 +165,13 @@ def _masked_value(masker: Masker, kind: str, key: str, part: str, value: Any) ->
         try:
             content = orjson.loads(value)
         except orjson.JSONDecodeError:
-            result = masker.mask(kind, key, value, part=part).value
-            return result if isinstance(result, str) else orjson.dumps(result).decode()
-        if not isinstance(content, (dict, list)):
-            content = value  # a bare JSON scalar is masked as the text it is
+            content = None
+        if isinstance(content, (dict, list)):
             result = masker.mask(kind, key, content, part=part).value
-            return result if isinstance(result, str) else orjson.dumps(result).decode()
-        result = masker.mask(kind, key, content, part=part).value
-        return value if result is content else orjson.dumps(result).decode()
+            return value if result is content else orjson.dumps(result).decode()
+        # Not JSON, or a bare JSON scalar: masked as the text it is.
+        result = masker.mask(kind, key, value, part=part).value
+        return result if isinstance(result, str) else orjson.dumps(result).decode()
     if isinstance(value, Sequence) and not isinstance(value, (bytes, bytearray)):
         items = list(value)
         result = masker.mask(kind, key, items, part=part).value
