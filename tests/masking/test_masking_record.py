@@ -13,6 +13,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -159,6 +160,28 @@ def test_the_project_key_is_never_recorded(tmp_path: Path, provider: TracerProvi
     assert b"jane@example.com" not in data
     event = spanreplay.load(directory, run.run_id).events[0]
     assert re.fullmatch(r"<email:[0-9a-f]{16}>", event.output)
+
+
+def test_generated_values_a_detector_would_fire_in_are_recorded_and_replayed_as_they_were(
+    tmp_path: Path, provider: TracerProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # About one uuid in a thousand has digit groups the phone or card detector reads
+    # as a number ("0503-4114-81"); masked, replay could not give the uuid back.
+    drawn = uuid.UUID("ca902803-0503-4114-81cd-be04c19dcb68")
+    assert spanreplay.masking.Masker(MaskingConfig()).scan_text(str(drawn))[1] == ("phone",)
+    directory = tmp_path / "traces"
+    spanreplay.configure(trace_dir=directory, tracer_provider=provider, raise_internal_errors=True)
+
+    def agent() -> uuid.UUID:
+        return spanreplay.uuid4()
+
+    with monkeypatch.context() as patched:
+        patched.setattr(uuid, "uuid4", lambda: drawn)
+        with spanreplay.record(agent="generated") as run:
+            assert agent() == drawn
+    assert spanreplay.load(directory, run.run_id).events[0].output == str(drawn)
+    with spanreplay.replay(directory, run.run_id):
+        assert agent() == drawn
 
 
 def test_masking_can_be_turned_off(tmp_path: Path, provider: TracerProvider) -> None:
