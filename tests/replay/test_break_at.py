@@ -18,9 +18,11 @@ from pathlib import Path
 from types import FrameType, ModuleType
 from typing import Any
 
+import anthropic
 import pytest
 
 import spanreplay
+from helpers.messages_api_server import MessagesAPIServer, instrument, reply, serve, text
 from helpers.paths import REPO
 
 AGENT_SOURCE = """
@@ -341,3 +343,37 @@ def test_cli_break_at_a_missing_seq_exits_2_naming_the_run(agent: ModuleType, tm
     proc = cli_replay(agent, tmp_path, run_id, "--break-at", "42")
     assert proc.returncode == 2
     assert f"run {run_id} has no step at seq 42" in proc.stderr
+
+
+# --- a model call through the real SDK -------------------------------------------------------
+
+server = pytest.fixture(serve, name="server")
+instrumented = pytest.fixture(instrument, name="instrumented")
+
+
+def test_break_at_a_model_call_holds_its_recorded_response_and_tokens(
+    trace_dir: Path, server: MessagesAPIServer, instrumented: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def ask(client: anthropic.Anthropic) -> str:
+        answer = client.messages.create(
+            model="claude-sonnet-4-6", max_tokens=32, messages=[{"role": "user", "content": "hi"}]
+        )
+        return str(answer.content[0].text)
+
+    server.script(reply(text("hello there"), input_tokens=120, output_tokens=7))
+    with anthropic.Anthropic(base_url=server.url, api_key="k", max_retries=0) as client:
+        with spanreplay.record(agent="chat") as run:
+            ask(client)
+        (model_step,) = spanreplay.load(trace_dir, run.run_id)
+        seen: list[dict[str, Any]] = []
+        monkeypatch.setattr(sys, "breakpointhook", lambda *a, **k: seen.append(dict(sys._getframe(1).f_locals)))
+        server.stop()  # replay makes no request: the server is gone
+        with spanreplay.replay(trace_dir, run.run_id, break_at=model_step.seq):
+            assert ask(client) == "hello there"
+    (frame,) = seen
+    step = frame["step"]
+    assert (step.kind, step.key, step.call_id) == ("model", "claude-sonnet-4-6", model_step.call_id)
+    assert step.tokens is not None
+    assert (step.tokens.input, step.tokens.output) == (120, 7)
+    assert step.output["attempts"][-1]["body"]["content"] == [{"type": "text", "text": "hello there"}]
+    assert step.input["body"]["messages"] == [{"content": "hi", "role": "user"}]
