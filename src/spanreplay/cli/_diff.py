@@ -43,8 +43,7 @@ Exit codes:
     "ignore_paths",
     multiple=True,
     metavar="JSONPATH",
-    help="Leave this JSON path out of every input and output compared (e.g. 'id' for a model response's id); "
-    "repeatable.",
+    help="Leave this JSON path out of every input and output compared (e.g. 'messages[*].timestamp'); repeatable.",
 )
 @click.option(
     "--strict",
