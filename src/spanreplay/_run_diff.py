@@ -5,9 +5,11 @@ Steps are paired by call id, the name a call keeps whatever was called around it
 pairing after it. A pair differs in its call (kind or key), its input, its
 output or its error; a call id found in one run only is missing from the other.
 Timing, trace ids and token counts are not compared: two runs of the same code
-never share them. Nor are the parts of a model call's recorded response that
-change on every call whatever the model said (the HTTP headers, with their date
-and request id, and the message id): ``strict=True`` compares those too. Other
+never share them. Nor, by default, is what differs between any two runs by its
+nature: the outputs of clock, random and uuid steps (a replay serves them, a
+second run draws new ones) and the parts of a model call's recorded response
+that change on every call whatever the model said (the HTTP headers, with their
+date and request id, and the message id). ``compare_volatile=True`` compares those too. Other
 fields are left out with ``ignore_paths``, as replay leaves them out of inputs.
 Payloads are compared as recorded, that is masked: two runs recorded with
 different mask keys hold different pseudonyms for the same value, and the
@@ -39,12 +41,14 @@ Part = Literal["call", "input", "output", "error", "missing"]
 # A unified diff longer than this is cut: the rest is in spanreplay show --seq N.
 MAX_DIFF_LINES: Final = 80
 # What differs between any two model calls, as the Anthropic instrumentation records them
-# (``{"attempts": [{"status", "headers", "body" | "events"}]}``): left out unless strict.
+# (``{"attempts": [{"status", "headers", "body" | "events"}]}``): left out unless compare_volatile.
 MODEL_RESPONSE_NOISE: Final = (
     "attempts[*].headers",
     "attempts[*].body.id",
     "attempts[*].events[*].data.message.id",
 )
+# Steps whose output differs between any two runs (a new instant, a new draw): not compared unless compare_volatile.
+VOLATILE_KINDS: Final = (sc.KIND_CLOCK, sc.KIND_RANDOM, sc.KIND_UUID)
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,7 +138,8 @@ class RunDiff:
         steps: the call ids whose steps differ, in the order they happened (A's seq, else B's).
         matched: how many call ids have the same step in both runs.
         cost_a, cost_b: each run's model calls, tokens and US dollars.
-        left_out: the JSON paths left out of the model calls' outputs (empty when strict).
+        left_out: the JSON paths left out of the model calls' outputs (empty with compare_volatile).
+        uncompared_kinds: the kinds of step whose outputs were not compared (empty with compare_volatile).
     """
 
     a: EventLog
@@ -144,6 +149,7 @@ class RunDiff:
     cost_a: RunCost
     cost_b: RunCost
     left_out: tuple[str, ...] = ()
+    uncompared_kinds: tuple[str, ...] = ()
 
     @property
     def outcome_a(self) -> str:
@@ -196,6 +202,7 @@ class RunDiff:
             "same_outcome": self.same_outcome,
             "masking_differs": self.masking_differs,
             "model_outputs_left_out": list(self.left_out),
+            "outputs_not_compared": list(self.uncompared_kinds),
             "tokens_delta": self.cost_b.tokens - self.cost_a.tokens,
             "usd_delta": round(self.cost_b.usd - self.cost_a.usd, 10),
             "first": None if first is None else _first_value(first),
@@ -208,7 +215,7 @@ def diff_runs(
     b: EventLog,
     *,
     ignore_paths: Sequence[str] = (),
-    strict: bool = False,
+    compare_volatile: bool = False,
     prices: PriceTable | None = None,
 ) -> RunDiff:
     """Compare run ``a`` with run ``b`` step by step (see the module docstring).
@@ -217,11 +224,13 @@ def diff_runs(
         a, b: the runs, as ``spanreplay.load()`` returns them; from one source or two.
         ignore_paths: JSON paths (``"id"``, ``"messages[*].timestamp"``) left out of every
             input and output before they are compared.
-        strict: compare model calls' outputs whole, headers and message ids included.
+        compare_volatile: compare clock, random and uuid outputs, and model calls' outputs whole
+            (headers and message ids included).
         prices: the price table for the US dollars; by default the one ``spanreplay cost`` uses.
     """
     ignored = tuple(_jsonpath.parse(path) for path in ignore_paths)
-    left_out = () if strict else MODEL_RESPONSE_NOISE
+    left_out = () if compare_volatile else MODEL_RESPONSE_NOISE
+    uncompared = () if compare_volatile else VOLATILE_KINDS
     model_ignored = ignored + tuple(_jsonpath.parse(path) for path in left_out)
 
     def ignored_in(step: Event) -> tuple[tuple[str | int, ...], ...]:
@@ -234,7 +243,11 @@ def diff_runs(
     for step_a in a:
         step_b = b_steps.get(step_a.call_id)
         paths = ignored_in(step_a)
-        parts: tuple[Part, ...] = ("missing",) if step_b is None else _differing_parts(step_a, step_b, paths)
+        parts: tuple[Part, ...] = (
+            ("missing",)
+            if step_b is None
+            else _differing_parts(step_a, step_b, paths, compare_output=step_a.kind not in uncompared)
+        )
         if parts:
             found.append(StepDiff(step_a.call_id, step_a, step_b, parts, paths))
         else:
@@ -247,7 +260,7 @@ def diff_runs(
         from .cost import price_table
 
         prices = price_table()
-    return RunDiff(a, b, tuple(found), matched, run_cost(a, prices), run_cost(b, prices), left_out)
+    return RunDiff(a, b, tuple(found), matched, run_cost(a, prices), run_cost(b, prices), left_out, uncompared)
 
 
 def run_cost(log: EventLog, prices: PriceTable) -> RunCost:
@@ -283,13 +296,15 @@ def step_value(step: Event) -> dict[str, Any]:
     }
 
 
-def _differing_parts(a: Event, b: Event, ignored: tuple[tuple[str | int, ...], ...]) -> tuple[Part, ...]:
+def _differing_parts(
+    a: Event, b: Event, ignored: tuple[tuple[str | int, ...], ...], *, compare_output: bool
+) -> tuple[Part, ...]:
     parts: list[Part] = []
     if (a.kind, a.key) != (b.kind, b.key):
         parts.append("call")
     if not _same_json(a.input_json, b.input_json, ignored):
         parts.append("input")
-    if a.output_types != b.output_types or not _same_json(a.output_json, b.output_json, ignored):
+    if compare_output and (a.output_types != b.output_types or not _same_json(a.output_json, b.output_json, ignored)):
         parts.append("output")
     if _error_value(a.error) != _error_value(b.error):
         parts.append("error")

@@ -141,7 +141,7 @@ def test_two_recordings_of_the_same_path_match_step_for_step(recording: Path, se
     assert report["steps"] == []
 
 
-def test_model_response_headers_and_ids_are_left_out_unless_strict(recording: Path, server: MessagesAPIServer) -> None:
+def test_model_response_headers_and_ids_are_left_out_unless_asked(recording: Path, server: MessagesAPIServer) -> None:
     run_a = record_shop(server, answer_id="msg_one")
     run_b = record_shop(server, answer_id="msg_two")
     code, report = diff_json(str(recording), run_a, run_b)
@@ -151,13 +151,39 @@ def test_model_response_headers_and_ids_are_left_out_unless_strict(recording: Pa
         "attempts[*].body.id",
         "attempts[*].events[*].data.message.id",
     ]
-    assert "--strict compares them" in invoke(str(recording), run_a, run_b).stdout
-    code, report = diff_json(str(recording), run_a, run_b, "--strict")
+    assert "--compare-volatile compares them" in invoke(str(recording), run_a, run_b).stdout
+    code, report = diff_json(str(recording), run_a, run_b, "--compare-volatile")
     assert code == EXIT_DIFFERENT
     assert [(s["key"], s["differs"]) for s in report["steps"]] == [(SONNET, ["output"])]
     diff = report["first"]["diff"]["output"]
     assert '-        "id": "msg_one"' in diff
     assert '"request-id"' in diff
+
+
+def test_clock_random_and_uuid_outputs_differ_on_every_run_and_are_compared_only_when_asked(
+    trace_dir: Path,
+) -> None:
+    def run() -> str:
+        with spanreplay.record(agent="draws") as recorded:
+            spanreplay.now()
+            spanreplay.random()
+            spanreplay.uuid4()
+            spanreplay.boundary("tool", "t", {"q": 1}, lambda: "same")
+        return recorded.run_id
+
+    run_a, run_b = run(), run()
+    code, report = diff_json(str(trace_dir), run_a, run_b)
+    assert code == EXIT_OK
+    assert report["outputs_not_compared"] == ["clock", "random", "uuid"]
+    text_out = invoke(str(trace_dir), run_a, run_b).stdout
+    assert "not compared: clock outputs, random outputs, uuid outputs" in text_out
+    code, report = diff_json(str(trace_dir), run_a, run_b, "--compare-volatile")
+    assert code == EXIT_DIFFERENT
+    assert [(s["kind"], s["differs"]) for s in report["steps"]] == [
+        ("clock", ["output"]),
+        ("random", ["output"]),
+        ("uuid", ["output"]),
+    ]
 
 
 def test_an_ignored_path_is_left_out_of_the_comparison(recording: Path, server: MessagesAPIServer) -> None:

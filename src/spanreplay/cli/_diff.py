@@ -17,6 +17,14 @@ from ._common import EXIT_BAD_INPUT, EXIT_OK, console, format_usd, prices_option
 
 # The runs differ: not an error, a verdict (like diff(1)).
 EXIT_DIFFERENT = 1
+_COUNT_NAMES = {
+    "call": "call",
+    "input": "input",
+    "output": "output",
+    "error": "error",
+    "missing_in_a": "missing in A",
+    "missing_in_b": "missing in B",
+}
 # Differing steps listed one a line after the first one's diff; --json lists them all.
 _LISTED = 20
 
@@ -46,9 +54,10 @@ Exit codes:
     help="Leave this JSON path out of every input and output compared (e.g. 'messages[*].timestamp'); repeatable.",
 )
 @click.option(
-    "--strict",
+    "--compare-volatile",
     is_flag=True,
-    help="Compare model calls' recorded responses whole: their HTTP headers and message ids differ on every call.",
+    help="Compare what differs on every run too: clock, random and uuid outputs, model responses' HTTP headers "
+    "and message ids.",
 )
 @click.option("--side-by-side", is_flag=True, help="Show the first differing step's payloads in two columns.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON, for scripts.")
@@ -59,7 +68,7 @@ def diff_command(
     run_b: str,
     source_b: str | None,
     ignore_paths: tuple[str, ...],
-    strict: bool,
+    compare_volatile: bool,
     side_by_side: bool,
     as_json: bool,
     prices_file: str | None,
@@ -73,7 +82,9 @@ def diff_command(
     """
     log_a = load(source, run_a)
     log_b = load(source_b if source_b is not None else source, run_b)
-    result = diff_runs(log_a, log_b, ignore_paths=ignore_paths, strict=strict, prices=price_table(prices_file))
+    result = diff_runs(
+        log_a, log_b, ignore_paths=ignore_paths, compare_volatile=compare_volatile, prices=price_table(prices_file)
+    )
     if as_json:
         print_json(result.to_dict())
     else:
@@ -95,7 +106,7 @@ def _print(out: Console, result: RunDiff, *, side_by_side: bool) -> None:
                 _print_unified(out, first, part)
     if result.steps:
         counts = result.counts()
-        listed = ", ".join(f"{name.replace('_', ' ')} {n}" for name, n in counts.items() if n)
+        listed = ", ".join(f"{_COUNT_NAMES[name]} {n}" for name, n in counts.items() if n)
         total = result.matched + len(result.steps)
         out.print(Text.assemble(("differing steps: ", "bold"), f"{len(result.steps)} of {total} ({listed})"))
         for step in result.steps[:_LISTED]:
@@ -111,12 +122,12 @@ def _print(out: Console, result: RunDiff, *, side_by_side: bool) -> None:
         out.print(Text.assemble(("tokens: ", "bold"), "no model calls in either run"))
     style = "" if result.same_outcome else "red"
     out.print(Text.assemble(("outcome: ", "bold"), (f"A {result.outcome_a}; B {result.outcome_b}", style)))
-    if result.left_out and any(e.kind == "model" for e in (*result.a, *result.b)):
+    left_out = _left_out(result)
+    if left_out:
         out.print(
             Text.assemble(
                 ("note: ", "bold"),
-                "model responses compared without their HTTP headers and message ids, which differ on every "
-                "call (--strict compares them).",
+                f"not compared: {left_out}, which differ on every run (--compare-volatile compares them).",
             )
         )
     if result.masking_differs:
@@ -133,6 +144,15 @@ def _print(out: Console, result: RunDiff, *, side_by_side: bool) -> None:
         out.print(Text.assemble(("different: ", "bold red"), "every step matches, but the runs end differently."))
     else:
         out.print(Text.assemble(("different: ", "bold red"), f"{len(result.steps)} step(s) differ."))
+
+
+def _left_out(result: RunDiff) -> str:
+    """What the comparison left out that the runs hold, in words; empty when nothing."""
+    kinds = {event.kind for event in (*result.a, *result.b)}
+    said = [f"{kind} outputs" for kind in result.uncompared_kinds if kind in kinds]
+    if result.left_out and "model" in kinds:
+        said.append("model responses' HTTP headers and message ids")
+    return ", ".join(said)
 
 
 def _shown_parts(step: StepDiff) -> tuple[Part, ...]:
