@@ -71,6 +71,7 @@ class ReplayingRun(Run):
         self.events = events
         self.engine = ReplayEngine(events, ignore_paths=ignore_paths)
         self.breakpoints = Breakpoints(events, break_at)
+        self._breaking = bool(self.breakpoints)  # checked on every call: an attribute, not __bool__
         self.require_all_steps = require_all_steps
         self.outcome: Outcome | None = None
         # Call ids with branch scopes came with schema 3; a run recorded before is replayed
@@ -220,7 +221,7 @@ class ReplayingRun(Run):
 
     def _take(self, scope_id: str, call_id: str, kind: str, key: str, seq: int, data: bytes) -> Event:
         """The engine's ``take``, stopping in the debugger where ``break_at`` asked."""
-        if not self.breakpoints:
+        if not self._breaking:
             return self.engine.take(scope_id, call_id, kind, key, seq, data)
         try:
             event = self.engine.take(scope_id, call_id, kind, key, seq, data)
