@@ -23,6 +23,7 @@ import spanreplay
 from helpers.messages_api_server import MessagesAPIServer, instrument, reply, serve, text
 from spanreplay._events import Event, EventLog, RunInfo
 from spanreplay.cli import EXIT_BAD_INPUT, EXIT_OK, cli
+from spanreplay.readers import iter_spans
 
 SONNET = "claude-sonnet-4-6"  # $3 in, $15 out per million tokens in the built-in table
 MTOK = 1_000_000
@@ -296,6 +297,24 @@ def test_run_b_from_postgres_against_run_a_from_a_file(
     missing = invoke(str(files_only), run_a, run_b)
     assert missing.exit_code == EXIT_BAD_INPUT
     assert run_b in missing.stderr
+
+
+def test_run_b_from_jaeger_against_run_a_from_a_file(recording: Path, server: MessagesAPIServer) -> None:
+    from fixtures.backends import BackendServer, serving
+
+    run_a = record_shop(server)
+    SHOP["fail"] = True
+    run_b = record_shop(server)
+    backend = BackendServer("jaeger")
+    backend.add(iter_spans(recording))
+    with serving(backend):
+        code, report = diff_json(str(recording), run_a, run_b, "--source-b", f"jaeger+{backend.url}")
+        same_code, _ = diff_json(str(recording), run_b, run_b, "--source-b", f"jaeger+{backend.url}")
+    assert code == EXIT_DIFFERENT
+    assert report["first"]["key"] == "store"
+    assert report["first"]["b"]["error"] == {"type": "OutOfStock", "message": "no apple left"}
+    # The run read back from Jaeger matches its own file step for step.
+    assert same_code == EXIT_OK
 
 
 # --- bad input -----------------------------------------------------------------------------------
