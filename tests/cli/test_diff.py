@@ -21,7 +21,7 @@ from opentelemetry.sdk.trace import TracerProvider
 
 import spanreplay
 from helpers.messages_api_server import MessagesAPIServer, instrument, reply, serve, text
-from spanreplay._events import Event, EventLog, RunInfo
+from spanreplay import Event, EventLog, RunInfo
 from spanreplay.cli import EXIT_BAD_INPUT, EXIT_OK, cli
 from spanreplay.readers import iter_spans
 

@@ -19,11 +19,15 @@ from types import FrameType, ModuleType
 from typing import Any
 
 import anthropic
+import orjson
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import spanreplay
 from helpers.messages_api_server import MessagesAPIServer, instrument, reply, serve, text
 from helpers.paths import REPO
+from spanreplay import Event, EventLog, RunInfo
 
 AGENT_SOURCE = """
 import os
@@ -377,3 +381,37 @@ def test_break_at_a_model_call_holds_its_recorded_response_and_tokens(
     assert (step.tokens.input, step.tokens.output) == (120, 7)
     assert step.output["attempts"][-1]["body"]["content"] == [{"type": "text", "text": "hello there"}]
     assert step.input["body"]["messages"] == [{"content": "hi", "role": "user"}]
+
+
+# --- any choice of steps ----------------------------------------------------------------------
+
+STEPS = 8
+
+
+def _flat_log() -> EventLog:
+    events = tuple(
+        Event("flat", seq, f"tool:t#{seq - 1}", "tool", "t", orjson.dumps({"i": seq}), orjson.dumps(seq * 10))
+        for seq in range(1, STEPS + 1)
+    )
+    return EventLog(RunInfo("flat", agent="flat", status="ok"), events)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.integers(1, STEPS), max_size=STEPS), st.booleans())
+def test_the_replay_stops_exactly_at_the_chosen_steps_in_order(
+    monkeypatch: pytest.MonkeyPatch, chosen: list[int], as_int: bool
+) -> None:
+    seen: list[tuple[int, int]] = []
+    handed: list[int] = []
+
+    def hook(*args: Any, **kwargs: Any) -> None:
+        seen.append((sys._getframe(1).f_locals["step"].seq, len(handed)))
+
+    monkeypatch.setattr(sys, "breakpointhook", hook)
+    break_at: Any = chosen[0] if as_int and len(chosen) == 1 else chosen
+    with spanreplay.replay(_flat_log(), break_at=break_at):
+        for seq in range(1, STEPS + 1):
+            handed.append(spanreplay.boundary("tool", "t", {"i": seq}, lambda: pytest.fail("real work ran")))
+    # Each chosen step once, in the order the code reached them, before its value was handed over.
+    assert seen == [(seq, seq - 1) for seq in sorted(set(chosen))]
+    assert handed == [seq * 10 for seq in range(1, STEPS + 1)]
