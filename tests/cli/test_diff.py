@@ -263,6 +263,24 @@ def test_runs_whose_steps_match_but_that_end_differently_differ(trace_dir: Path)
     assert "every step matches, but the runs end differently" in invoke(str(trace_dir), run_a, run_b).stdout
 
 
+def test_runs_masked_differently_are_compared_as_recorded_and_the_output_says_so(
+    tmp_path: Path, provider: TracerProvider
+) -> None:
+    directory = tmp_path / "traces"
+    run_ids = []
+    for masking in (False, True):
+        spanreplay.configure(trace_dir=directory, tracer_provider=provider, raise_internal_errors=True, masking=masking)
+        with spanreplay.record(agent="mail") as run:
+            spanreplay.boundary("tool", "who", {"id": 7}, lambda: {"email": "ada@example.com"})
+        run_ids.append(run.run_id)
+    code, report = diff_json(str(directory), *run_ids)
+    assert code == EXIT_DIFFERENT
+    assert report["masking_differs"] is True
+    assert report["first"]["a"]["output"] == {"email": "ada@example.com"}
+    assert report["first"]["b"]["output"] != {"email": "ada@example.com"}
+    assert "masked differently" in invoke(str(directory), *run_ids).stdout
+
+
 def test_side_by_side_shows_both_runs_in_columns(recording: Path, server: MessagesAPIServer) -> None:
     run_a = record_shop(server)
     SHOP["price"] = 4
