@@ -31,6 +31,7 @@ from ._error_records import register_error_rebuilder
 from ._events import ErrorInfo, Event, EventLog, RunInfo, RunSummary
 from ._loader import load, runs
 from ._run import Mode, RecordingRun, ReplayingRun, Run, boundary, current_run, record, replay
+from ._run_diff import RunDiff, StepDiff, diff_runs
 from ._typed_registry import register_type
 from .errors import (
     ConfigurationError,
@@ -84,6 +85,7 @@ __all__ = [
     "ReplayDivergenceError",
     "ReplayingRun",
     "Run",
+    "RunDiff",
     "RunInfo",
     "RunNotFoundError",
     "RunSummary",
@@ -91,6 +93,7 @@ __all__ = [
     "Settings",
     "SpanReplayError",
     "SpanReplayWarning",
+    "StepDiff",
     "TraceFormatError",
     "UnexpectedCallError",
     "UnservableOutputError",
@@ -98,6 +101,7 @@ __all__ = [
     "boundary",
     "configure",
     "current_run",
+    "diff_runs",
     "instrument_anthropic",
     "is_configured",
     "load",

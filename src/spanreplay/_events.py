@@ -5,9 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
+
+if TYPE_CHECKING:
+    from .cost import Usage
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +66,13 @@ class Event:
     @property
     def output(self) -> Any:
         return None if self.output_json is None else orjson.loads(self.output_json)
+
+    @property
+    def tokens(self) -> Usage | None:
+        """A model call's tokens as its span recorded them (``spanreplay.cost.Usage``), None when it names none."""
+        from .cost._calls import usage_of  # the cost code is loaded only when a step's tokens are asked for
+
+        return usage_of(self.attributes)
 
     @property
     def parent_call_id(self) -> str:

@@ -13,6 +13,7 @@ import orjson
 
 from . import _semconv as sc
 from . import _typed_replay
+from ._breakpoints import AttemptedCall, BreakAt, Breakpoints
 from ._calls import Call
 from ._config import masker
 from ._error_records import error_record, rebuild_error
@@ -58,10 +59,19 @@ class ReplayingRun(Run):
 
     mode = Mode.REPLAY
 
-    def __init__(self, events: EventLog, *, ignore_paths: Sequence[str] = (), require_all_steps: bool = True) -> None:
+    def __init__(
+        self,
+        events: EventLog,
+        *,
+        ignore_paths: Sequence[str] = (),
+        require_all_steps: bool = True,
+        break_at: BreakAt = None,
+    ) -> None:
         super().__init__(events.run_id, events.run.agent)
         self.events = events
         self.engine = ReplayEngine(events, ignore_paths=ignore_paths)
+        self.breakpoints = Breakpoints(events, break_at)
+        self._breaking = bool(self.breakpoints)  # checked on every call: an attribute, not __bool__
         self.require_all_steps = require_all_steps
         self.outcome: Outcome | None = None
         # Call ids with branch scopes came with schema 3; a run recorded before is replayed
@@ -184,7 +194,7 @@ class ReplayingRun(Run):
         attributes: dict[str, Any] | None,
     ) -> Any:
         scope, key, call_id, seq = self._next_call(kind, key)
-        event = self.engine.take(scope.call_id, call_id, kind, key, seq, self._encoded_input(kind, key, input, call_id))
+        event = self._take(scope.call_id, call_id, kind, key, seq, self._encoded_input(kind, key, input, call_id))
         if is_async or event.awaited:
             return _served_async(event, decode)
         return _served(event, decode)
@@ -206,8 +216,20 @@ class ReplayingRun(Run):
         """
         scope, key, call_id, seq = self._next_call(kind, key)
         data = self._encoded_input(kind, key, input, call_id, input_json)
-        event = self.engine.take(scope.call_id, call_id, kind, key, seq, data)
+        event = self._take(scope.call_id, call_id, kind, key, seq, data)
         return Call(self, kind, key, call_id, seq, Scope(self, call_id, None), recorded=event)
+
+    def _take(self, scope_id: str, call_id: str, kind: str, key: str, seq: int, data: bytes) -> Event:
+        """The engine's ``take``, stopping in the debugger where ``break_at`` asked."""
+        if not self._breaking:
+            return self.engine.take(scope_id, call_id, kind, key, seq, data)
+        try:
+            event = self.engine.take(scope_id, call_id, kind, key, seq, data)
+        except ReplayDivergenceError as error:
+            self.breakpoints.diverged(error, AttemptedCall(kind, key, call_id, data))
+            raise
+        self.breakpoints.before_serving(event)
+        return event
 
     def _encoded_input(self, kind: str, key: str, input: Any, call_id: str, encoded: bytes | None = None) -> bytes:
         data = encode_input(input) if encoded is None else encoded

@@ -13,6 +13,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
+from ._breakpoints import BreakAt
 from ._calls import Call
 from ._events import EventLog
 from ._recording import RecordingRun, new_run_id
@@ -73,6 +74,7 @@ def replay(
     ignore_paths: Sequence[str] = (),
     require_all_steps: bool = True,
     strict: bool | None = None,
+    break_at: BreakAt = None,
 ) -> ReplayingRun:
     """Replay a recorded run: ``with spanreplay.replay("traces/", run_id) as run: ...``.
 
@@ -84,6 +86,11 @@ def replay(
         require_all_steps: raise LeftoverEventsError when the code ends before the
             recording does (steps recorded that the replay never asked for).
         strict: the former name of ``require_all_steps`` (deprecated).
+        break_at: stop in the debugger (``sys.breakpointhook()``) just before the step
+            at this seq hands its recorded value to the code; a list of seqs; or
+            ``"divergence"`` to stop where the code first stops matching. The frame
+            holds ``step`` (the recorded Event), at a divergence also ``recorded``
+            and ``attempted``. See docs/debugging.md.
     """
     if strict is not None:
         warnings.warn(
@@ -93,10 +100,12 @@ def replay(
         )
         require_all_steps = strict
     if isinstance(source, EventLog):
-        return ReplayingRun(source, ignore_paths=ignore_paths, require_all_steps=require_all_steps)
+        return ReplayingRun(source, ignore_paths=ignore_paths, require_all_steps=require_all_steps, break_at=break_at)
     from ._loader import load
 
-    return ReplayingRun(load(source, run_id), ignore_paths=ignore_paths, require_all_steps=require_all_steps)
+    return ReplayingRun(
+        load(source, run_id), ignore_paths=ignore_paths, require_all_steps=require_all_steps, break_at=break_at
+    )
 
 
 def boundary(

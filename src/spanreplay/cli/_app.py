@@ -24,6 +24,7 @@ from ._convert import convert_command
 from ._cost import cost_command
 from ._db import db_command
 from ._demo import demo_command
+from ._diff import diff_command
 from ._export import export_command
 from ._prune import prune_command
 from ._push import push_command
@@ -100,10 +101,11 @@ def cli(ctx: click.Context, debug: bool) -> None:
     spanreplay cost traces/ --by month            tokens and USD per agent, the runs that burned too much
     spanreplay push traces/ --endpoint URL        send the runs to a Collector, Jaeger, Tempo (OTLP)
     spanreplay report traces/ RUN -o run.html     one run as a page: timeline, cost per step, payloads
+    spanreplay diff traces/ RUN_A RUN_B           two runs step by step: the first that differs, the deltas
 
     Exit codes: 0 ok, 2 bad input (an unreadable source, an unknown run, a bad
     option), 4 a bug in spanreplay itself; replay adds 1 (failure reproduced)
-    and 3 (divergence), see spanreplay replay --help.
+    and 3 (divergence), see spanreplay replay --help; diff adds 1 (the runs differ).
     """
     ctx.ensure_object(CliState).debug = debug
 
@@ -119,6 +121,7 @@ cli.add_command(cost_command)
 cli.add_command(report_command)
 cli.add_command(convert_command)
 cli.add_command(push_command)
+cli.add_command(diff_command)
 
 
 def main() -> None:

@@ -11,12 +11,13 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from types import ModuleType
-from typing import Any
+from typing import Any, Literal
 
 import click
 from rich.text import Text
 
 from .. import _semconv as sc
+from .._breakpoints import DIVERGENCE
 from .._error_records import rebuild_error, register_error_rebuilder
 from .._events import ErrorInfo, Event, EventLog
 from .._run import ReplayingRun, replay
@@ -63,7 +64,22 @@ Exit codes:
     metavar="JSONPATH",
     help="Leave this JSON path out of the input comparison (e.g. 'messages[*].timestamp'); repeatable.",
 )
-def replay_command(source: str, run_id: str | None, entry: str, ignore_paths: Sequence[str]) -> None:
+@click.option(
+    "--break-at",
+    "break_at",
+    multiple=True,
+    callback=lambda ctx, param, value: parse_break_at(value),
+    metavar="SEQ|divergence",
+    help="Stop in the debugger (pdb, or the PYTHONBREAKPOINT hook) just before step SEQ is served, with "
+    "`step` in scope; 'divergence' stops where the code first stops matching. Repeatable.",
+)
+def replay_command(
+    source: str,
+    run_id: str | None,
+    entry: str,
+    ignore_paths: Sequence[str],
+    break_at: list[int | Literal["divergence"]],
+) -> None:
     """Replay run RUN from SOURCE: call the entry function while every boundary is
     served from the recording. No tool, model, clock or random source is really called.
 
@@ -72,7 +88,7 @@ def replay_command(source: str, run_id: str | None, entry: str, ignore_paths: Se
     # The directory stays on sys.path for the whole replay: the agent may import lazily.
     with cwd_on_path():
         function = load_entry(entry)
-        replaying = replay(source, run_id, ignore_paths=ignore_paths)
+        replaying = replay(source, run_id, ignore_paths=ignore_paths, break_at=break_at)
         _script_errors.register()
         _script_errors.module = sys.modules.get(entry.partition(":")[0])
         run_info = replaying.events.run
@@ -90,6 +106,23 @@ def replay_command(source: str, run_id: str | None, entry: str, ignore_paths: Se
         finally:
             _script_errors.module = None
     raise click.exceptions.Exit(code)
+
+
+def parse_break_at(values: Sequence[str]) -> list[int | Literal["divergence"]]:
+    """The ``--break-at`` values: seqs (ints) and ``divergence``."""
+    parsed: list[int | Literal["divergence"]] = []
+    for value in values:
+        text = value.strip()
+        if text.lower() == DIVERGENCE:
+            parsed.append(DIVERGENCE)
+        elif text.isdigit():
+            parsed.append(int(text))
+        else:
+            raise BadInput(
+                f"--break-at {value!r} is neither a step's seq (a number, as spanreplay show lists them) nor "
+                f"'{DIVERGENCE}'; write e.g. --break-at 4 or --break-at {DIVERGENCE}."
+            )
+    return parsed
 
 
 class _ScriptErrors:
