@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 from ._calls import Call
 from ._events import EventLog
+from ._guard import DirectCallGuard
 from ._recording import RecordingRun, new_run_id
 from ._replaying import JoinedReplay, ReplayingRun
 from ._runs import (
@@ -73,6 +74,7 @@ def replay(
     ignore_paths: Sequence[str] = (),
     require_all_steps: bool = True,
     strict: bool | None = None,
+    guard: bool = False,
 ) -> ReplayingRun:
     """Replay a recorded run: ``with spanreplay.replay("traces/", run_id) as run: ...``.
 
@@ -84,6 +86,9 @@ def replay(
         require_all_steps: raise LeftoverEventsError when the code ends before the
             recording does (steps recorded that the replay never asked for).
         strict: the former name of ``require_all_steps`` (deprecated).
+        guard: warn (``DeterminismWarning``, once per file and line) when code in the
+            run reads the clock or the random module directly instead of through
+            spanreplay; see docs/testing.md, "Runtime guard".
     """
     if strict is not None:
         warnings.warn(
@@ -93,10 +98,14 @@ def replay(
         )
         require_all_steps = strict
     if isinstance(source, EventLog):
-        return ReplayingRun(source, ignore_paths=ignore_paths, require_all_steps=require_all_steps)
-    from ._loader import load
+        run = ReplayingRun(source, ignore_paths=ignore_paths, require_all_steps=require_all_steps)
+    else:
+        from ._loader import load
 
-    return ReplayingRun(load(source, run_id), ignore_paths=ignore_paths, require_all_steps=require_all_steps)
+        run = ReplayingRun(load(source, run_id), ignore_paths=ignore_paths, require_all_steps=require_all_steps)
+    if guard:
+        run.guard = DirectCallGuard(run.run_id)
+    return run
 
 
 def boundary(
