@@ -114,7 +114,8 @@ class DirectCallGuard:
         self.run_id = run_id
         self.sites: dict[tuple[str, int], _Read] = {}
         self._own_code: dict[CodeType, bool] = {}
-        self._active = False
+        # Non-empty while the run is on: a list, so the hook reads it as a closure cell, not an attribute.
+        self._active: list[bool] = []
         self._installed = False
         self._previous: tuple[Any, Any] = (None, None)
 
@@ -131,7 +132,8 @@ class DirectCallGuard:
             )
             return
         self._previous = (sys.getprofile(), threading.getprofile())
-        self._active = self._installed = True
+        self._active.append(True)
+        self._installed = True
         hook = self._make_hook()
         sys.setprofile(hook)
         threading.setprofile(hook)
@@ -155,7 +157,7 @@ class DirectCallGuard:
 
     def stop(self) -> None:
         """Remove the hook; never raises. Threads started during the run drop it on their next call."""
-        self._active = False
+        self._active.clear()
         if self._installed:
             self._installed = False
             sys.setprofile(self._previous[0])
@@ -177,9 +179,12 @@ class DirectCallGuard:
     def _make_hook(self) -> _ProfileFunction:
         # A closure over locals, not a method: the hook runs on every call and return of the
         # replayed run, and each attribute lookup saved there is the guard's whole cost.
-        c_reads, py_reads, seen, module_random = _C_READS, _PY_READS, self._seen, _MODULE_RANDOM
+        c_reads, py_reads, seen, module_random, active = _C_READS, _PY_READS, self._seen, _MODULE_RANDOM, self._active
 
         def hook(frame: FrameType, event: str, arg: Any) -> None:
+            if not active:
+                sys.setprofile(None)  # a thread started during the run, still going after it
+                return
             if event == "c_call":
                 try:
                     read = c_reads.get(arg)
@@ -197,9 +202,6 @@ class DirectCallGuard:
         return hook
 
     def _seen(self, caller: FrameType, read: _Read) -> None:
-        if not self._active:
-            sys.setprofile(None)  # a thread started during the run, still going after it
-            return
         code = caller.f_code
         own = self._own_code.get(code)
         if own is None:

@@ -205,3 +205,26 @@ def test_a_running_profiler_is_left_alone_and_the_run_is_said_to_be_unguarded(
 
     assert sys.getprofile() is running_profiler
     assert len(caught.list) == 1
+
+
+def test_a_thread_that_outlives_the_run_drops_the_hook(trace_dir: Path) -> None:
+    run_id = _record(trace_dir)
+    go, done = threading.Event(), threading.Event()
+    seen_after: list[object] = []
+
+    def outliving() -> None:
+        go.wait()
+        time.time()  # after the run: not reported
+        seen_after.append(sys.getprofile())
+        done.set()
+
+    thread = threading.Thread(target=outliving)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        replay_guarded(trace_dir, run_id, thread.start)
+    go.set()
+    done.wait(timeout=10)
+    thread.join()
+
+    assert caught == []
+    assert seen_after == [None]
