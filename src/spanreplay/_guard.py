@@ -119,8 +119,8 @@ class DirectCallGuard:
         self._installed = False
         self._previous: tuple[Any, Any] = (None, None)
 
-    def start(self) -> None:
-        """Install the hook on this thread and on threads started from now on."""
+    def start(self) -> bool:
+        """Install the hook on this thread and on threads started from now on; False when it cannot."""
         if sys.getprofile() is not None:
             # One profile function per thread: a profiler is running (cProfile, a debugger). Its
             # figures matter more than this check; say that the run goes unwatched.
@@ -130,13 +130,14 @@ class DirectCallGuard:
                 DeterminismWarning,
                 stacklevel=3,
             )
-            return
+            return False
         self._previous = (sys.getprofile(), threading.getprofile())
         self._active.append(True)
         self._installed = True
         hook = self._make_hook()
         sys.setprofile(hook)
         threading.setprofile(hook)
+        return True
 
     def paused(self, serve: Callable[..., Any]) -> Callable[..., Any]:
         """``serve`` with the hook off while it runs: spanreplay's own serving of a boundary.

@@ -92,10 +92,9 @@ class ReplayingRun(Run):
 
     def __enter__(self) -> ReplayingRun:
         self._activate(None)
-        if self.guard is not None:
+        if self.guard is not None and self.guard.start():
             # On the instance, so that an unguarded replay's boundaries pay nothing for it.
-            self.call_boundary = self.guard.paused(type(self).call_boundary.__get__(self))  # type: ignore[method-assign]
-            self.guard.start()
+            self.call_boundary = self.guard.paused(self.call_boundary)  # type: ignore[method-assign]
         return self
 
     def __exit__(

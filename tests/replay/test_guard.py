@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import cProfile
 import logging
 import random
 import sys
@@ -10,13 +11,11 @@ import threading
 import time
 import uuid
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import date
 from datetime import datetime as dt
 from pathlib import Path
 from random import choice
-from types import FrameType
-from typing import Any
 
 import pytest
 
@@ -183,27 +182,24 @@ def test_an_async_run_is_watched(trace_dir: Path) -> None:
     assert sorted(_reported(caught.list)) == [line_of("in a coroutine")]
 
 
-@pytest.fixture
-def running_profiler() -> Iterator[Callable[[FrameType, str, Any], None]]:
-    def profiler(frame: FrameType, event: str, arg: Any) -> None:
-        return None
-
-    sys.setprofile(profiler)
-    try:
-        yield profiler
-    finally:
-        sys.setprofile(None)
-
-
-def test_a_running_profiler_is_left_alone_and_the_run_is_said_to_be_unguarded(
-    trace_dir: Path, running_profiler: Callable[[FrameType, str, Any], None]
-) -> None:
+def test_a_running_profiler_is_left_alone_and_the_run_is_said_to_be_unguarded(trace_dir: Path) -> None:
     run_id = _record(trace_dir)
 
-    with pytest.warns(DeterminismWarning, match="a profiler is running") as caught:
-        replay_guarded(trace_dir, run_id, time.time)
+    def after_the_boundary() -> None:
+        time.time()
 
-    assert sys.getprofile() is running_profiler
+    profiler = cProfile.Profile()
+    profiler.enable()
+    try:
+        with pytest.warns(DeterminismWarning, match="a profiler is running") as caught:
+            replay_guarded(trace_dir, run_id, after_the_boundary)
+        still_on = sys.getprofile()
+    finally:
+        profiler.disable()
+
+    assert still_on is profiler
+    profiled = {code.co_name for code, *_ in profiler.getstats() if not isinstance(code, str)}
+    assert "after_the_boundary" in profiled
     assert len(caught.list) == 1
 
 
