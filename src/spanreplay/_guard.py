@@ -32,6 +32,7 @@ import threading
 import time as _time
 import uuid as _uuid
 import warnings
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import CodeType, FrameType
@@ -105,6 +106,8 @@ def _foreign_prefixes() -> tuple[str, ...]:
 _FOREIGN: Final = _foreign_prefixes()
 
 _ProfileFunction = Callable[[FrameType, str, Any], object]
+# The hooks of the guards in use, to tell one from a profiler's.
+_HOOKS: Final[weakref.WeakSet[_ProfileFunction]] = weakref.WeakSet()
 
 
 class DirectCallGuard:
@@ -121,7 +124,10 @@ class DirectCallGuard:
 
     def start(self) -> bool:
         """Install the hook on this thread and on threads started from now on; False when it cannot."""
-        if sys.getprofile() is not None:
+        current = sys.getprofile()
+        if current is not None and current in _HOOKS:
+            return False  # a guarded replay inside a guarded replay: the outer hook watches both
+        if current is not None:
             # One profile function per thread: a profiler is running (cProfile, a debugger). Its
             # figures matter more than this check; say that the run goes unwatched.
             warnings.warn(
@@ -135,6 +141,7 @@ class DirectCallGuard:
         self._active.append(True)
         self._installed = True
         hook = self._make_hook()
+        _HOOKS.add(hook)
         sys.setprofile(hook)
         threading.setprofile(hook)
         return True

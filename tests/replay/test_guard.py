@@ -224,3 +224,16 @@ def test_a_thread_that_outlives_the_run_drops_the_hook(trace_dir: Path) -> None:
 
     assert caught == []
     assert seen_after == [None]
+
+
+def test_a_guarded_replay_inside_a_guarded_replay_is_watched_by_the_outer_one(trace_dir: Path) -> None:
+    outer_id, inner_id = _record(trace_dir), _record(trace_dir)
+
+    def inner() -> None:
+        replay_guarded(trace_dir, inner_id, lambda: time.time())  # read: nested
+
+    with pytest.warns(DeterminismWarning) as caught:
+        replay_guarded(trace_dir, outer_id, inner)
+
+    assert sorted(_reported(caught.list)) == [line_of("nested")]
+    assert f"run {outer_id}" in str(caught.list[0].message)
