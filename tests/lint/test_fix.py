@@ -139,3 +139,19 @@ def test_fixed_code_parses_and_passes_the_lint(picks: list[str], docstring: bool
     assert lint_source(fixed) == []
     assert fixed.count("import spanreplay\n") == 1
     assert fixed.count(repr(text)) == 2 * len(picks)
+
+
+def test_fix_keeps_a_bom_and_a_declared_encoding(tmp_path: Path) -> None:
+    with_bom = tmp_path / "bom.py"
+    with_bom.write_bytes(b"\xef\xbb\xbfimport time\nx = ('\xc3\xa9', time.time())\n")
+    latin = tmp_path / "latin.py"
+    latin.write_bytes(b"# -*- coding: latin-1 -*-\nimport time\nx = ('\xe9', time.time())\n")
+
+    result = lint_paths([with_bom, latin], fix=True)
+
+    assert (result.fixed, result.findings) == (2, [])
+    assert with_bom.read_bytes() == b"\xef\xbb\xbfimport time\nimport spanreplay\nx = ('\xc3\xa9', spanreplay.time())\n"
+    assert (
+        latin.read_bytes()
+        == b"# -*- coding: latin-1 -*-\nimport time\nimport spanreplay\nx = ('\xe9', spanreplay.time())\n"
+    )

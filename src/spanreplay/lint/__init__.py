@@ -8,7 +8,9 @@ and leaves paths out.
 
 from __future__ import annotations
 
+import io
 import os
+import tokenize
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -110,9 +112,14 @@ def lint_paths(
 def _lint_file(path: Path, config: LintConfig, fix: bool, result: LintResult) -> list[Finding]:
     shown = str(path)
     try:
-        source = path.read_bytes().decode("utf-8-sig")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigurationError(f"{shown} cannot be read as UTF-8 Python source ({exc}).") from exc
+        raw = path.read_bytes()
+        # PEP 263: a coding cookie or a BOM says how the file is encoded; --fix writes it back so.
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
+        source = raw.decode(encoding)
+    except (OSError, SyntaxError, UnicodeDecodeError, LookupError) as exc:
+        raise ConfigurationError(
+            f"{shown} cannot be read as Python source ({exc}); save it as UTF-8 or declare its encoding."
+        ) from exc
     package = package_of(path)
     findings = _reported(source, shown, path, config, package)
     edits = [finding.edit for finding in findings if finding.edit is not None]
@@ -120,7 +127,7 @@ def _lint_file(path: Path, config: LintConfig, fix: bool, result: LintResult) ->
         return findings
     module = scan(shown, source, package)
     fixed = apply_edits(source, edits, add_import_after=None if module.spanreplay_name else module.import_line)
-    path.write_text(fixed, encoding="utf-8", newline="")
+    path.write_bytes(fixed.encode(encoding))
     result.fixed += len(edits)
     return _reported(fixed, shown, path, config, package)
 
