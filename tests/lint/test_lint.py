@@ -246,3 +246,13 @@ def test_cli_exit_codes_and_json(tmp_path: Path) -> None:
             "fixable": True,
         }
     ]
+
+
+def test_a_file_in_an_unknown_encoding_is_a_finding_and_the_rest_is_linted(tmp_path: Path) -> None:
+    (tmp_path / "a_bad.py").write_bytes(b"# coding: uft-8\nx = 1\n")
+    (tmp_path / "b_good.py").write_text("import time\nx = time.time()\n")
+
+    findings = lint_paths([tmp_path]).findings
+
+    assert [(Path(f.path).name, f.code) for f in findings] == [("a_bad.py", "SR001"), ("b_good.py", "SR102")]
+    assert "cannot be decoded" in findings[0].message

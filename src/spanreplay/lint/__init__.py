@@ -113,13 +113,15 @@ def _lint_file(path: Path, config: LintConfig, fix: bool, result: LintResult) ->
     shown = str(path)
     try:
         raw = path.read_bytes()
+    except OSError as exc:
+        raise ConfigurationError(f"{shown} cannot be read ({exc.strerror}).") from exc
+    try:
         # PEP 263: a coding cookie or a BOM says how the file is encoded; --fix writes it back so.
         encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
         source = raw.decode(encoding)
-    except (OSError, SyntaxError, UnicodeDecodeError, LookupError) as exc:
-        raise ConfigurationError(
-            f"{shown} cannot be read as Python source ({exc}); save it as UTF-8 or declare its encoding."
-        ) from exc
+    except (SyntaxError, UnicodeDecodeError, LookupError) as exc:
+        message = f"cannot be decoded ({exc}); save it as UTF-8 or declare its encoding"
+        return [Finding(shown, 1, 1, PARSE_ERROR.code, message)]
     package = package_of(path)
     findings = _reported(source, shown, path, config, package)
     edits = [finding.edit for finding in findings if finding.edit is not None]
