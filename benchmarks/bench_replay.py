@@ -61,6 +61,13 @@ def measure(*, calls: int, repeats: int) -> list[Figure]:
                     spanreplay.boundary("tool", "lookup", {"query": QUERY}, must_not_run)
                 return time.perf_counter_ns() - start
 
+        def replay_guarded() -> int:
+            with spanreplay.replay(log, guard=True):
+                start = time.perf_counter_ns()
+                for _ in range(calls):
+                    lookup(QUERY)
+                return time.perf_counter_ns() - start
+
         recorded_output = log.events[0].output_json
         assert recorded_output is not None
 
@@ -71,7 +78,12 @@ def measure(*, calls: int, repeats: int) -> list[Figure]:
                 orjson.loads(recorded_output)
             return time.perf_counter_ns() - start
 
-        cases: dict[str, Case] = {"tool": replay_tool, "boundary": replay_boundary, "floor": floor}
+        cases: dict[str, Case] = {
+            "tool": replay_tool,
+            "guarded": replay_guarded,
+            "boundary": replay_boundary,
+            "floor": floor,
+        }
         rewind_note = ""
         try:
             import rewind
@@ -118,6 +130,13 @@ def measure(*, calls: int, repeats: int) -> list[Figure]:
             goal=f"< {GOAL_US:g} us",
             met=median(us["boundary"]) < GOAL_US,
             note=noise(us["boundary"]),
+        ),
+        Figure(
+            NAME,
+            "spanreplay @tool replay, guard=True",
+            median(us["guarded"]),
+            "us/call",
+            note=f"{median(us['guarded']) / ours:.2f}x unguarded; {noise(us['guarded'])}",
         ),
         Figure(
             NAME,

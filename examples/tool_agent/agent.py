@@ -37,7 +37,7 @@ ENTRY = "examples.tool_agent.agent:main"
 async def _network_latency() -> None:
     # Random latency makes concurrent calls finish in a different order every run;
     # replay must not care. This is the real world, so plain random, not spanreplay's.
-    await asyncio.sleep(random.uniform(0.001, 0.02))
+    await asyncio.sleep(random.uniform(0.001, 0.02))  # noqa: SR201
 
 
 @spanreplay.tool

@@ -29,6 +29,7 @@ from ._builtins import now, random, time, uuid4
 from ._config import Settings, configure, is_configured, reset, settings
 from ._error_records import register_error_rebuilder
 from ._events import ErrorInfo, Event, EventLog, RunInfo, RunSummary
+from ._guard import DeterminismWarning
 from ._loader import load, runs
 from ._run import Mode, RecordingRun, ReplayingRun, Run, boundary, current_run, record, replay
 from ._run_diff import RunDiff, StepDiff, diff_runs
@@ -68,6 +69,7 @@ def instrument_anthropic(**kwargs: _typing.Any) -> _typing.Any:
 
 __all__ = [
     "ConfigurationError",
+    "DeterminismWarning",
     "DifferentCallError",
     "ErrorInfo",
     "Event",

@@ -18,6 +18,7 @@ from ._calls import Call
 from ._config import masker
 from ._error_records import error_record, rebuild_error
 from ._events import ErrorInfo, Event, EventLog
+from ._guard import DirectCallGuard
 from ._payloads import encode_input
 from ._replay import ReplayEngine
 from ._runs import (
@@ -58,6 +59,8 @@ class ReplayingRun(Run):
     """
 
     mode = Mode.REPLAY
+    # replay(guard=True) sets one: it watches the run for direct clock and random reads.
+    guard: DirectCallGuard | None = None
 
     def __init__(
         self,
@@ -99,11 +102,24 @@ class ReplayingRun(Run):
 
     def __enter__(self) -> ReplayingRun:
         self._activate(None)
+        if self.guard is not None and self.guard.start():
+            # On the instance, so that an unguarded replay's boundaries pay nothing for it.
+            self.call_boundary = self.guard.paused(self.call_boundary)  # type: ignore[method-assign]
         return self
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
+        if self.guard is None:
+            return self._exit(exc)
+        self.guard.stop()
+        vars(self).pop("call_boundary", None)
+        try:
+            return self._exit(exc)
+        finally:
+            self.guard.warn()  # after the hook is gone, whatever the outcome: the reads may be its cause
+
+    def _exit(self, exc: BaseException | None) -> None:
         self._deactivate()
         first = self.engine.first_failure
         if first is not None and exc is not first and not _raised_from(exc, first):

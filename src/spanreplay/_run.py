@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 from ._breakpoints import BreakAt
 from ._calls import Call
 from ._events import EventLog
+from ._guard import DirectCallGuard
 from ._recording import RecordingRun, new_run_id
 from ._replaying import JoinedReplay, ReplayingRun
 from ._runs import (
@@ -75,6 +76,7 @@ def replay(
     require_all_steps: bool = True,
     strict: bool | None = None,
     break_at: BreakAt = None,
+    guard: bool = False,
 ) -> ReplayingRun:
     """Replay a recorded run: ``with spanreplay.replay("traces/", run_id) as run: ...``.
 
@@ -91,6 +93,9 @@ def replay(
             ``"divergence"`` to stop where the code first stops matching. The frame
             holds ``step`` (the recorded Event), at a divergence also ``recorded``
             and ``attempted``. See docs/debugging.md.
+        guard: warn (``DeterminismWarning``, once per file and line) when code in the
+            run reads the clock or the random module directly instead of through
+            spanreplay; see docs/testing.md, "Runtime guard".
     """
     if strict is not None:
         warnings.warn(
@@ -100,12 +105,16 @@ def replay(
         )
         require_all_steps = strict
     if isinstance(source, EventLog):
-        return ReplayingRun(source, ignore_paths=ignore_paths, require_all_steps=require_all_steps, break_at=break_at)
-    from ._loader import load
+        run = ReplayingRun(source, ignore_paths=ignore_paths, require_all_steps=require_all_steps, break_at=break_at)
+    else:
+        from ._loader import load
 
-    return ReplayingRun(
-        load(source, run_id), ignore_paths=ignore_paths, require_all_steps=require_all_steps, break_at=break_at
-    )
+        run = ReplayingRun(
+            load(source, run_id), ignore_paths=ignore_paths, require_all_steps=require_all_steps, break_at=break_at
+        )
+    if guard:
+        run.guard = DirectCallGuard(run.run_id)
+    return run
 
 
 def boundary(

@@ -26,6 +26,7 @@ from ._db import db_command
 from ._demo import demo_command
 from ._diff import diff_command
 from ._export import export_command
+from ._lint import lint_command
 from ._prune import prune_command
 from ._push import push_command
 from ._replay import replay_command
@@ -102,6 +103,7 @@ def cli(ctx: click.Context, debug: bool) -> None:
     spanreplay push traces/ --endpoint URL        send the runs to a Collector, Jaeger, Tempo (OTLP)
     spanreplay report traces/ RUN -o run.html     one run as a page: timeline, cost per step, payloads
     spanreplay diff traces/ RUN_A RUN_B           two runs step by step: the first that differs, the deltas
+    spanreplay lint src/                          direct clock, random and network calls replay cannot serve
 
     Exit codes: 0 ok, 2 bad input (an unreadable source, an unknown run, a bad
     option), 4 a bug in spanreplay itself; replay adds 1 (failure reproduced)
@@ -122,6 +124,7 @@ cli.add_command(report_command)
 cli.add_command(convert_command)
 cli.add_command(push_command)
 cli.add_command(diff_command)
+cli.add_command(lint_command)
 
 
 def main() -> None:
