@@ -37,6 +37,7 @@ from .errors import (
     DifferentCallError,
     InputChangedError,
     LeftoverEventsError,
+    LiveEffectRefusedError,
     NoRunInContextError,
     OutcomeChangedError,
     PayloadIntegrityError,
@@ -48,6 +49,7 @@ from .errors import (
     SpanReplayError,
     TraceFormatError,
     UnexpectedCallError,
+    UnfinishedEffectError,
     UnservableOutputError,
 )
 from .instrumentation.tools import tool
@@ -73,6 +75,7 @@ __all__ = [
     "EventLog",
     "InputChangedError",
     "LeftoverEventsError",
+    "LiveEffectRefusedError",
     "MaskingConfig",
     "Mode",
     "NoRunInContextError",
@@ -93,6 +96,7 @@ __all__ = [
     "SpanReplayWarning",
     "TraceFormatError",
     "UnexpectedCallError",
+    "UnfinishedEffectError",
     "UnservableOutputError",
     "__version__",
     "boundary",
