@@ -26,6 +26,7 @@ except _metadata.PackageNotFoundError:  # running from a source tree that was no
     __version__ = "0.0.0"
 
 from ._builtins import now, random, time, uuid4
+from ._checkpoints import checkpoint
 from ._config import Settings, configure, is_configured, reset, settings
 from ._error_records import register_error_rebuilder
 from ._events import ErrorInfo, Event, EventLog, RunInfo, RunSummary
@@ -47,6 +48,7 @@ from .errors import (
     RunNotFoundError,
     SchemaVersionError,
     SpanReplayError,
+    StateChangedError,
     TraceFormatError,
     UnexpectedCallError,
     UnfinishedEffectError,
@@ -94,12 +96,14 @@ __all__ = [
     "Settings",
     "SpanReplayError",
     "SpanReplayWarning",
+    "StateChangedError",
     "TraceFormatError",
     "UnexpectedCallError",
     "UnfinishedEffectError",
     "UnservableOutputError",
     "__version__",
     "boundary",
+    "checkpoint",
     "configure",
     "current_run",
     "instrument_anthropic",
