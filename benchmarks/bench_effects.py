@@ -65,6 +65,10 @@ def measure(*, file_calls: int, pg_calls: int, repeats: int) -> list[Figure]:
         upgrade(dsn)
         spanreplay.configure(trace_dir=workdir / "traces", tracer_provider=provider, postgres=per_step)
 
+        # The agent thread's own CPU time (user and system, the write syscalls too) beside
+        # the wall time: on a busy machine it stays put while the wall time does not.
+        cpu_ns: dict[str, list[int]] = {name: [] for name in CASES}
+
         def case(name: str) -> Case:
             where, kind = name.split(", ")
             tool = lookup_effect if kind == "effect" else lookup
@@ -73,10 +77,13 @@ def measure(*, file_calls: int, pg_calls: int, repeats: int) -> list[Figure]:
             def run() -> int:
                 per_step.enabled = where == "postgres"
                 with spanreplay.record(agent="bench"):
+                    cpu = time.thread_time_ns()
                     start = time.perf_counter_ns()
                     for _ in range(calls):
                         tool(QUERY)
-                    return time.perf_counter_ns() - start
+                    elapsed = time.perf_counter_ns() - start
+                    cpu_ns[name].append(time.thread_time_ns() - cpu)
+                    return elapsed
 
             return run
 
@@ -100,21 +107,30 @@ def measure(*, file_calls: int, pg_calls: int, repeats: int) -> list[Figure]:
         with psycopg.connect(DSN, autocommit=True) as conn:
             conn.execute(f"DROP SCHEMA {schema} CASCADE")
 
-    us = {
-        name: [ns / (pg_calls if name.startswith("postgres") else file_calls) / 1000 for ns in values]
-        for name, values in samples.items()
-    }
+    def per_call(name: str, values: list[int]) -> list[float]:
+        return [ns / (pg_calls if name.startswith("postgres") else file_calls) / 1000 for ns in values]
+
+    us = {name: per_call(name, values) for name, values in samples.items()}
+    # The warm-up round's CPU time comes first; the timed rounds follow in order.
+    cpu = {name: per_call(name, values[1:]) for name, values in cpu_ns.items()}
     figures = [timed(NAME, f"{name} tool call", us[name]) for name in CASES]
+    figures += [timed(NAME, f"{name} tool call, CPU time", cpu[name]) for name in CASES]
     for where in ("file", "postgres"):
-        plain, effect = us[f"{where}, plain"], us[f"{where}, effect"]
-        ratios = [e / p for e, p in zip(effect, plain, strict=True)]
-        extra = [e - p for e, p in zip(effect, plain, strict=True)]
-        figures.append(
-            Figure(NAME, f"ratio effect / plain, {where}", median(ratios), "x", note="median of per-repeat ratios")
-        )
-        figures.append(
-            Figure(NAME, f"intent cost per call, {where}", median(extra), "us/call", note="median of per-repeat deltas")
-        )
+        for clock, times in (("", us), (", CPU time", cpu)):
+            plain, effect = times[f"{where}, plain"], times[f"{where}, effect"]
+            ratios = [e / p for e, p in zip(effect, plain, strict=True)]
+            extra = [e - p for e, p in zip(effect, plain, strict=True)]
+            ratio = f"ratio effect / plain, {where}{clock}"
+            figures.append(Figure(NAME, ratio, median(ratios), "x", note="median of per-repeat ratios"))
+            figures.append(
+                Figure(
+                    NAME,
+                    f"intent cost per call, {where}{clock}",
+                    median(extra),
+                    "us/call",
+                    note="median of per-repeat deltas",
+                )
+            )
     figures.append(
         Figure(
             NAME,

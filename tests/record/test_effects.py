@@ -353,7 +353,7 @@ def test_the_run_totals_count_an_effect_once_and_its_failure(
     assert (recorded, failed) == (3, 2)
 
 
-def test_exporting_a_file_with_intents_gives_the_same_rows(pg_dsn: str, trace_dir: Path) -> None:
+def test_exporting_a_file_with_intents_gives_the_same_rows(pg_dsn: str, trace_dir: Path, tmp_path: Path) -> None:
     from spanreplay.postgres.backfill import export
 
     @spanreplay.tool(effect=True)
@@ -363,12 +363,39 @@ def test_exporting_a_file_with_intents_gives_the_same_rows(pg_dsn: str, trace_di
     with spanreplay.record() as run:
         pay(1)
         pay(2)
-    export(trace_dir, pg_dsn)
+    done = export(trace_dir, pg_dsn)
+    assert (done.steps_seen, done.steps_added) == (2, 2)  # an intent and its outcome are one step
     assert _query(pg_dsn, "SELECT step_number, output_text FROM agent_steps ORDER BY step_number") == [
         (1, "1"),
         (2, "2"),
     ]
     assert spanreplay.load(pg_dsn, run.run_id).events == spanreplay.load(trace_dir, run.run_id).events
+    assert export(trace_dir, pg_dsn).steps_added == 0
+
+    # The same run cut where a kill inside the second payment would have left it.
+    lines = (trace_dir / f"{run.run_id}.jsonl").read_bytes().splitlines(keepends=True)
+    assert [b"execute_tool pay" in line for line in lines] == [False, True, True, True, True, False]
+    crashed = tmp_path / "crashed"
+    crashed.mkdir()
+    (crashed / "run.jsonl").write_bytes(b"".join(lines[:4]))
+    with psycopg_connect(pg_dsn) as conn:
+        conn.execute("DELETE FROM agent_runs")
+    done = export(crashed, pg_dsn)
+    assert (done.steps_seen, done.steps_added) == (2, 2)
+    assert _query(pg_dsn, "SELECT step_number, output_text, end_ns FROM agent_steps ORDER BY step_number")[1] == (
+        2,
+        None,
+        0,
+    )
+    log = spanreplay.load(pg_dsn, run.run_id)
+    assert [e.seq for e in unfinished_effects(log)] == [2]
+    assert log.events == spanreplay.load(crashed, run.run_id).events
+
+
+def psycopg_connect(dsn: str) -> Any:
+    import psycopg
+
+    return psycopg.connect(dsn, autocommit=True)
 
 
 # --- the fork's hook -------------------------------------------------------------------------
