@@ -293,6 +293,36 @@ def test_an_effect_that_fails_records_its_error_as_the_outcome(trace_dir: Path) 
     assert again.outcome == "reproduced"
 
 
+def test_only_a_side_effect_that_never_ended_may_lack_an_outcome(trace_dir: Path) -> None:
+    import msgspec
+
+    from spanreplay._codec import span_to_event
+    from spanreplay.readers import iter_spans
+
+    @spanreplay.tool(effect=True)
+    def pay(amount: int) -> int:
+        return amount
+
+    with spanreplay.record() as run:
+        pay(3)
+    [intent] = [
+        s for s in iter_spans(trace_dir / f"{run.run_id}.jsonl") if "spanreplay.seq" in s.attributes and not s.ended
+    ]
+    assert span_to_event(intent).unfinished
+    without = {k: v for k, v in intent.attributes.items() if k != "spanreplay.effect"}
+    broken = [
+        msgspec.structs.replace(intent, attributes=without),  # a plain boundary that never ended
+        msgspec.structs.replace(intent, end_ns=intent.start_ns + 1),  # ended, yet no outcome
+        msgspec.structs.replace(intent, attributes={**intent.attributes, "spanreplay.effect": "true"}),
+        msgspec.structs.replace(
+            intent, attributes={k: v for k, v in intent.attributes.items() if not k.startswith("spanreplay.input")}
+        ),
+    ]
+    for span in broken:
+        with pytest.raises(spanreplay.PayloadIntegrityError):
+            span_to_event(span)
+
+
 # --- Postgres ------------------------------------------------------------------------------
 
 
