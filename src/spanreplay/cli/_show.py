@@ -247,6 +247,8 @@ def _print_step_lines(out: Console, log: EventLog, rows: list[list[str]]) -> Non
         out.print(f"      in:  {preview(_text(event.input_json), room)}", markup=False)
         if event.error is not None:
             out.print(Text.assemble("      err: ", (preview(str(event.error), room), "red")))
+        elif event.unfinished:
+            out.print(f"      out: none ({UNFINISHED})", markup=False)
         else:
             out.print(f"      out: {preview(_text(event.output_json), room)}", markup=False)
     out.print()
