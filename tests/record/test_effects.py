@@ -183,6 +183,10 @@ def test_sigkill_inside_an_effect_leaves_the_intent_in_the_file_and_in_postgres(
         assert "tool 'charge'" in message
         assert "may have happened" in message
         assert payer.CHARGES == []  # the real work never ran
+        # What a fork does with it: no going live there unless effects are allowed.
+        with pytest.raises(spanreplay.LiveEffectRefusedError, match="tool 'charge'"):
+            refuse_live_effect(error.event, run_id=run_id)
+        refuse_live_effect(error.event, run_id=run_id, allow_effects=True)
 
 
 @pytest.mark.slow
