@@ -28,6 +28,7 @@ BENCHMARKS = (
     "bench_masking.py",
     "bench_otlp.py",
     "bench_postgres.py",  # needs PostgreSQL at 127.0.0.1:5432 or SPANREPLAY_TEST_PG_DSN
+    "bench_effects.py",  # needs PostgreSQL too
     "bench_cost.py",
     "bench_anthropic.py",  # needs vcrpy (the bench extra)
 )

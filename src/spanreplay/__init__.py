@@ -26,6 +26,7 @@ except _metadata.PackageNotFoundError:  # running from a source tree that was no
     __version__ = "0.0.0"
 
 from ._builtins import now, random, time, uuid4
+from ._checkpoints import checkpoint
 from ._config import Settings, configure, is_configured, reset, settings
 from ._error_records import register_error_rebuilder
 from ._events import ErrorInfo, Event, EventLog, RunInfo, RunSummary
@@ -39,6 +40,7 @@ from .errors import (
     DifferentCallError,
     InputChangedError,
     LeftoverEventsError,
+    LiveEffectRefusedError,
     NoRunInContextError,
     OutcomeChangedError,
     PayloadIntegrityError,
@@ -48,8 +50,10 @@ from .errors import (
     RunNotFoundError,
     SchemaVersionError,
     SpanReplayError,
+    StateChangedError,
     TraceFormatError,
     UnexpectedCallError,
+    UnfinishedEffectError,
     UnservableOutputError,
 )
 from .instrumentation.tools import tool
@@ -76,6 +80,7 @@ __all__ = [
     "EventLog",
     "InputChangedError",
     "LeftoverEventsError",
+    "LiveEffectRefusedError",
     "MaskingConfig",
     "Mode",
     "NoRunInContextError",
@@ -95,12 +100,15 @@ __all__ = [
     "Settings",
     "SpanReplayError",
     "SpanReplayWarning",
+    "StateChangedError",
     "StepDiff",
     "TraceFormatError",
     "UnexpectedCallError",
+    "UnfinishedEffectError",
     "UnservableOutputError",
     "__version__",
     "boundary",
+    "checkpoint",
     "configure",
     "current_run",
     "diff_runs",

@@ -58,7 +58,11 @@ def span_to_event(span: SpanRecord) -> Event:
     output_json = read_payload(attrs, sc.OUTPUT, run_id=run_id, seq=seq, origin=where)
     error_json = read_payload(attrs, sc.ERROR, run_id=run_id, seq=seq, origin=where)
     output_types = read_payload(attrs, sc.OUTPUT_TYPES, run_id=run_id, seq=seq, origin=where) if output_json else None
-    if input_json is None or (output_json is None and error_json is None):
+    effect = attrs.get(sc.EFFECT) is True
+    # A side effect's intent: its span written when it started, before its work ran, and
+    # never ended (a copy that ended replaces it). It has no outcome, and says so.
+    intent = effect and not span.ended
+    if input_json is None or (output_json is None and error_json is None and not intent):
         # Every boundary records an input and then an output or an error: a span without
         # them lost its attributes (the SDK evicts the oldest past its count limit), and
         # replaying it would serve a made-up null.
@@ -96,6 +100,7 @@ def span_to_event(span: SpanRecord) -> Event:
         end_ns=span.end_ns,
         attributes=extra,
         output_types=output_types,
+        effect=effect,
     )
 
 

@@ -58,6 +58,8 @@ class Event:
     # The output's type tags (``spanreplay.output.types``, JSON), when it held values
     # JSON cannot say; None for plain JSON.
     output_types: bytes | None = None
+    # Work that changes the world (``effect=True``): its intent was written before it ran.
+    effect: bool = False
 
     @property
     def input(self) -> Any:
@@ -83,6 +85,11 @@ class Event:
     @property
     def failed(self) -> bool:
         return self.error is not None
+
+    @property
+    def unfinished(self) -> bool:
+        """A side effect whose intent was recorded and its outcome never was: it may have happened."""
+        return self.effect and self.output_json is None and self.error is None
 
     def describe(self) -> str:
         """``tool:search#0 (seq 3, input {"q":"x"})``, for divergence messages."""

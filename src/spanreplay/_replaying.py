@@ -16,6 +16,7 @@ from . import _typed_replay
 from ._breakpoints import AttemptedCall, BreakAt, Breakpoints
 from ._calls import Call
 from ._config import masker
+from ._effects import served_effect
 from ._error_records import error_record, rebuild_error
 from ._events import ErrorInfo, Event, EventLog
 from ._guard import DirectCallGuard
@@ -211,6 +212,8 @@ class ReplayingRun(Run):
     ) -> Any:
         scope, key, call_id, seq = self._next_call(kind, key)
         event = self._take(scope.call_id, call_id, kind, key, seq, self._encoded_input(kind, key, input, call_id))
+        if event.effect:
+            served_effect(self.engine, event)
         if is_async or event.awaited:
             return _served_async(event, decode)
         return _served(event, decode)
@@ -233,6 +236,8 @@ class ReplayingRun(Run):
         scope, key, call_id, seq = self._next_call(kind, key)
         data = self._encoded_input(kind, key, input, call_id, input_json)
         event = self._take(scope.call_id, call_id, kind, key, seq, data)
+        if event.effect:
+            served_effect(self.engine, event)
         return Call(self, kind, key, call_id, seq, Scope(self, call_id, None), recorded=event)
 
     def _take(self, scope_id: str, call_id: str, kind: str, key: str, seq: int, data: bytes) -> Event:

@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 from ._breakpoints import BreakAt
 from ._calls import Call
+from ._effects import effect_attributes
 from ._events import EventLog
 from ._guard import DirectCallGuard
 from ._recording import RecordingRun, new_run_id
@@ -125,6 +126,7 @@ def boundary(
     *,
     decode: Decoder | None = None,
     attributes: dict[str, Any] | None = None,
+    effect: bool = False,
 ) -> T:
     """The single choke point for every nondeterministic call of an agent.
 
@@ -137,6 +139,9 @@ def boundary(
         decode: turns the recorded JSON back into the object the caller expects
             (replay only).
         attributes: extra span attributes (token counts, GenAI names).
+        effect: the work changes the world (a payment, an email): its intent (run,
+            seq, call id, masked input) is written to the trace file, and committed
+            to Postgres, before ``fn`` runs, and its outcome after; see docs/debugging.md.
 
     Returns:
         ``fn()``'s result (an awaitable when ``fn`` is async). Outside any run,
@@ -145,4 +150,6 @@ def boundary(
     run = run_for_boundary(f"{kind} {key!r}")
     if run is None:
         return fn()
+    if effect:
+        attributes = effect_attributes(attributes)
     return run.boundary(kind, key, input, fn, decode=decode, attributes=attributes)

@@ -52,6 +52,10 @@ OUTPUT_TYPES: Final = "spanreplay.output.types"
 # True when the work was awaited (an async function, or a callable that returned a
 # coroutine): replay then hands back an awaitable too. Absent means not awaited.
 AWAITED: Final = "spanreplay.awaited"
+# True on a boundary marked ``effect=True`` (work that changes the world: a payment, an
+# email), from the span's start. Such a span is also written when it starts, before its
+# work runs (the intent); a copy that never ended is a side effect that may have happened.
+EFFECT: Final = "spanreplay.effect"
 SIZE_SUFFIX: Final = ".size"
 SHA256_SUFFIX: Final = ".sha256"
 # Beside a payload that masking changed: a JSON list of {"path", "rule"}, the
@@ -140,6 +144,8 @@ KIND_TOOL: Final = "tool"
 KIND_CLOCK: Final = "clock"
 KIND_RANDOM: Final = "random"
 KIND_UUID: Final = "uuid"
+# A checkpoint of the agent's own state (``spanreplay.checkpoint``): the value is its output.
+KIND_STATE: Final = "state_update"
 # Not a boundary: the call-id segment of a task or thread started in a run.
 KIND_BRANCH: Final = "branch"
 

@@ -18,6 +18,9 @@ Every error is a sentence that names the bad value and the way out. The tree::
         ├── InputChangedError                     the same call with a changed input
         ├── LeftoverEventsError                   the run ended with recorded events left over
         ├── UnservableOutputError                 a recorded output that cannot come back as its type
+        ├── UnfinishedEffectError                 a side effect whose intent was recorded, not its outcome
+        │   └── LiveEffectRefusedError            a fork asked to run such a side effect live again
+        ├── StateChangedError                     a checkpoint of the agent's state holds another value
         └── OutcomeChangedError                   the run ended differently from the recording
 """
 
@@ -31,6 +34,7 @@ __all__ = [
     "DifferentCallError",
     "InputChangedError",
     "LeftoverEventsError",
+    "LiveEffectRefusedError",
     "NoRunInContextError",
     "OutcomeChangedError",
     "PayloadIntegrityError",
@@ -40,9 +44,11 @@ __all__ = [
     "RunNotFoundError",
     "SchemaVersionError",
     "SpanReplayError",
+    "StateChangedError",
     "TraceFailedError",
     "TraceFormatError",
     "UnexpectedCallError",
+    "UnfinishedEffectError",
     "UnservableOutputError",
 ]
 
@@ -267,6 +273,49 @@ class UnservableOutputError(ReplayDivergenceError):
         self.path = path
         self.type_name = type_name
         self.reason = reason
+
+
+class UnfinishedEffectError(ReplayDivergenceError):
+    """The code reached a side effect (``effect=True``) whose intent was recorded but not its outcome.
+
+    The recorded process died while the effect's work ran (or before its outcome
+    was written): the payment or email may have happened, and there is nothing to
+    serve in its place. A replay that gets here has reached the point where the
+    recorded run crashed, so it ends as reproduced; ``recorded`` is None, as at
+    any crash point.
+
+    Attributes:
+        event: the recorded intent (kind, key, call id, seq, masked input; no output).
+    """
+
+    def __init__(self, message: str, *, event: Any, **kwargs: Any) -> None:
+        super().__init__(message, **kwargs)
+        self.event = event
+
+
+class LiveEffectRefusedError(UnfinishedEffectError):
+    """A fork would run live, from a step whose side effect may already have happened.
+
+    Running it again could pay twice or send the email twice; pass
+    ``allow_effects=True`` (``--allow-effects``) once it is known to be safe.
+    """
+
+
+class StateChangedError(ReplayDivergenceError):
+    """A checkpoint (``spanreplay.checkpoint``) of the agent's state holds another value than recorded.
+
+    Raised at the checkpoint, where the state went wrong, rather than at the next
+    boundary whose input it changes. The values are compared masked, as recorded.
+
+    Attributes:
+        name: the checkpoint's name (as recorded: masked where a detector fired).
+        diff: a readable unified diff, recorded value first.
+    """
+
+    def __init__(self, message: str, *, name: str, diff: str, **kwargs: Any) -> None:
+        super().__init__(message, **kwargs)
+        self.name = name
+        self.diff = diff
 
 
 class TraceFailedError(SpanReplayError):

@@ -44,7 +44,13 @@ prices_option = click.option(
     help="A TOML or JSON file of model prices over spanreplay's table (also: SPANREPLAY_PRICES).",
 )
 
-STATUS_STYLES = {"ok": "green", "error": "red", "crashed": "magenta", "running": "yellow"}
+STATUS_STYLES = {
+    "ok": "green",
+    "error": "red",
+    "crashed": "magenta",
+    "running": "yellow",
+    "started, never finished": "magenta",
+}
 
 # Width used when the output is not a terminal (a pipe, a file, a test): wide
 # enough that run ids and call ids are never folded across lines.

@@ -21,7 +21,7 @@ from .._breakpoints import DIVERGENCE
 from .._error_records import rebuild_error, register_error_rebuilder
 from .._events import ErrorInfo, Event, EventLog
 from .._run import ReplayingRun, replay
-from ..errors import LeftoverEventsError, RecordedError, ReplayDivergenceError
+from ..errors import LeftoverEventsError, RecordedError, ReplayDivergenceError, UnfinishedEffectError
 from ._common import (
     EXIT_BAD_INPUT,
     EXIT_DIVERGED,
@@ -167,6 +167,10 @@ def run_entry(replaying: ReplayingRun, function: Callable[[], Any]) -> int:
     except ReplayDivergenceError as exc:
         if replaying.outcome == "reproduced":
             # The recording ends where the crashed process died, and the code got there.
+            if isinstance(exc, UnfinishedEffectError):
+                # It died inside a side effect: say what may have happened.
+                out.print(Text.assemble(("reproduced: ", "bold green"), str(exc)))
+                return EXIT_REPRODUCED
             out.print(
                 Text.assemble(
                     ("reproduced: ", "bold green"),

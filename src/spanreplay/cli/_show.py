@@ -57,6 +57,20 @@ def show_command(source: str, run_id: str | None, seq: int | None, as_json: bool
     _print_run(log)
 
 
+# How a side effect whose intent was recorded, and its outcome never was, is listed.
+UNFINISHED = "started, never finished"
+_UNFINISHED_NOTE = (
+    "none: started, never finished. The process died while this side effect ran, so it may have "
+    "happened; replay stops here."
+)
+
+
+def _status(event: Event, unfinished: str) -> str:
+    if event.unfinished:
+        return unfinished
+    return "error" if event.failed else "ok"
+
+
 def _no_such_step(log: EventLog, seq: int) -> str:
     if not len(log):
         return f"Run {log.run_id} has no steps, so there is no seq {seq}; leave --seq out to see the run."
@@ -99,7 +113,8 @@ def step_dict(event: Event) -> dict[str, Any]:
         "call_id": event.call_id,
         "kind": event.kind,
         "key": event.key,
-        "status": "error" if event.failed else "ok",
+        "status": _status(event, "unfinished"),
+        "effect": event.effect,
         "started": _iso(event.start_ns),
         "duration_s": _duration(event.start_ns, event.end_ns),
         "input": event.input,
@@ -150,7 +165,7 @@ def _print_run(log: EventLog) -> None:
             printable(e.call_id),
             printable(e.kind),
             printable(e.key),
-            "error" if e.failed else "ok",
+            _status(e, UNFINISHED),
             format_duration(_duration(e.start_ns, e.end_ns)),
         ]
         for e in log
@@ -232,6 +247,8 @@ def _print_step_lines(out: Console, log: EventLog, rows: list[list[str]]) -> Non
         out.print(f"      in:  {preview(_text(event.input_json), room)}", markup=False)
         if event.error is not None:
             out.print(Text.assemble("      err: ", (preview(str(event.error), room), "red")))
+        elif event.unfinished:
+            out.print(f"      out: none ({UNFINISHED})", markup=False)
         else:
             out.print(f"      out: {preview(_text(event.output_json), room)}", markup=False)
     out.print()
@@ -258,12 +275,14 @@ def _print_step(event: Event) -> None:
             ("key ", "bold"),
             printable(event.key),
             "  ",
-            status_text("error" if event.failed else "ok"),
+            status_text(_status(event, UNFINISHED)),
         )
     )
     out.print(Text("input:", style="bold"))
     out.print(JSON.from_data(event.input))
-    if event.error is not None:
+    if event.unfinished:
+        out.print(Text.assemble(("output: ", "bold"), _UNFINISHED_NOTE))
+    elif event.error is not None:
         out.print(Text("error:", style="bold red"))
         out.print(JSON.from_data(error_dict(event.error)))
     else:

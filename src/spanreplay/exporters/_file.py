@@ -5,6 +5,8 @@ line to a file opened with ``O_APPEND``, so a process killed with SIGKILL leaves
 every span that had ended readable (at worst a torn last line, which the loader
 tolerates). The run's root span is also written when it starts, marked
 ``running``; a reader that never sees its ended copy knows the run crashed.
+So is a side effect's span (``effect=True``): its intent is on disk before its
+work runs, and a reader that never sees its ended copy knows it may have happened.
 """
 
 from __future__ import annotations
@@ -72,6 +74,10 @@ class DurableFileSpanProcessor(SpanProcessor):
         # process dies, the file still says which run it was and that it never ended.
         attributes = attributes_of(span)
         if attributes.get(sc.RUN_STATUS) == sc.RUN_STATUS_RUNNING:
+            self._write(str(attributes[sc.RUN_ID]), span)
+        elif attributes.get(sc.EFFECT) is True and sc.RUN_ID in attributes:
+            # A side effect's intent: on disk before its work runs, so a crash inside a
+            # payment leaves a trace of the attempt. Its ended copy follows as usual.
             self._write(str(attributes[sc.RUN_ID]), span)
 
     def on_end(self, span: ReadableSpan) -> None:

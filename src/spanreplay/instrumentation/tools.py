@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar, overload
 
 from .. import _semconv as sc
+from .._effects import EFFECT_ATTRIBUTES
 from .._run import Mode, run_for_boundary
 from .._typed_hints import ReturnDecoder
 
@@ -57,10 +58,10 @@ class _Binder:
 @overload
 def tool(fn: F, /) -> F: ...
 @overload
-def tool(*, name: str | None = None) -> Callable[[F], F]: ...
+def tool(*, name: str | None = None, effect: bool = False) -> Callable[[F], F]: ...
 
 
-def tool(fn: F | None = None, /, *, name: str | None = None) -> F | Callable[[F], F]:
+def tool(fn: F | None = None, /, *, name: str | None = None, effect: bool = False) -> F | Callable[[F], F]:
     """Record (and replay) each call of a tool function, sync or async.
 
     The input is the bound arguments, ``{parameter: value}`` with defaults
@@ -73,6 +74,13 @@ def tool(fn: F | None = None, /, *, name: str | None = None) -> F | Callable[[F]
     function runs untouched.
 
     Use as ``@spanreplay.tool`` or ``@spanreplay.tool(name="search")``.
+
+    ``@spanreplay.tool(effect=True)`` marks a tool that changes the world (a
+    payment, an email): its intent (run, seq, call id, masked input) is written
+    to the trace file, and committed to Postgres, before the function runs. A
+    run killed inside it keeps the intent, which ``spanreplay show`` lists as
+    started, never finished; a replay that reaches it raises
+    ``UnfinishedEffectError`` (the effect may have happened).
     """
 
     def decorate(func: F) -> F:
@@ -84,6 +92,7 @@ def tool(fn: F | None = None, /, *, name: str | None = None) -> F | Callable[[F]
         # annotation asks for nothing JSON does not give (most tools), so replay skips it.
         returns = ReturnDecoder(func)
         resolved: list[ReturnDecoder | None] = []
+        attributes = EFFECT_ATTRIBUTES if effect else None
 
         def decoder() -> ReturnDecoder | None:
             if not resolved:
@@ -99,7 +108,7 @@ def tool(fn: F | None = None, /, *, name: str | None = None) -> F | Callable[[F]
                     return await func(*args, **kwargs)
                 call = functools.partial(func, *args, **kwargs)
                 decode = (resolved[0] if resolved else decoder()) if run.mode is _REPLAY else None
-                return await run.call_boundary(sc.KIND_TOOL, key, bind(args, kwargs), call, True, decode, None)
+                return await run.call_boundary(sc.KIND_TOOL, key, bind(args, kwargs), call, True, decode, attributes)
 
             return async_wrapper  # type: ignore[return-value]
 
@@ -110,7 +119,7 @@ def tool(fn: F | None = None, /, *, name: str | None = None) -> F | Callable[[F]
                 return func(*args, **kwargs)
             call = functools.partial(func, *args, **kwargs)
             decode = (resolved[0] if resolved else decoder()) if run.mode is _REPLAY else None
-            return run.call_boundary(sc.KIND_TOOL, key, bind(args, kwargs), call, False, decode, None)
+            return run.call_boundary(sc.KIND_TOOL, key, bind(args, kwargs), call, False, decode, attributes)
 
         return wrapper  # type: ignore[return-value]
 

@@ -71,6 +71,7 @@ def _export(
     run_ids: dict[str, None] = {}
     runs: list[dict[str, Any]] = []
     steps: list[dict[str, Any]] = []
+    intents: dict[tuple[str, str], dict[str, Any]] = {}
     added = 0
     with connect(dsn) as conn:
 
@@ -97,6 +98,13 @@ def _export(
             if not isinstance(run_id, str):
                 continue
             if _codec.is_boundary_span(span):
+                if not span.ended:
+                    # A side effect's intent: its ended copy usually follows and is the step.
+                    # Intents that never ended (the process died in the work) go in at the end.
+                    intents[span.key] = rows.step_params(span)
+                    run_ids.setdefault(run_id)
+                    continue
+                intents.pop(span.key, None)
                 # A span the source holds twice (an exporter retry) hits the unique key and is skipped.
                 seen += 1
                 steps.append(rows.step_params(span))
@@ -108,5 +116,7 @@ def _export(
             run_ids.setdefault(run_id)
             if len(steps) + len(runs) >= batch_size:
                 flush()
+        seen += len(intents)
+        steps.extend(intents.values())
         flush()
     return ExportResult(runs=tuple(run_ids), steps_seen=seen, steps_added=added)

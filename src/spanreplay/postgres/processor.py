@@ -5,7 +5,9 @@ Two modes:
 - per step (the default): the boundary waits until its row is committed, so a
   process killed after a boundary returned has that step in the table
   (write-ahead), but never longer than ``postgres_wait``; past it the row stays
-  queued and is committed when the server answers.
+  queued and is committed when the server answers. A side effect
+  (``effect=True``) also waits, the same way, for its intent row before its
+  work runs.
 - batched: rows are queued and a background thread commits them together every
   ``flush_interval`` seconds or ``batch_size`` rows; far less work per step, but
   a crash loses what was still queued (the trace file keeps it).
@@ -151,12 +153,23 @@ class PostgresSpanProcessor(SpanProcessor):
     # -- span processor ---------------------------------------------------------
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        if not self.enabled:
+            return
         attributes = span.attributes or {}
-        if self.enabled and attributes.get(sc.RUN_STATUS) == sc.RUN_STATUS_RUNNING and sc.RUN_ID in attributes:
-            # Converted now in any mode: a started span still changes until it ends.
-            write = self._convert(Write(RUN, span=span))
-            if write is not None:
-                self._submit(write)
+        if sc.RUN_ID not in attributes:
+            return
+        if attributes.get(sc.RUN_STATUS) == sc.RUN_STATUS_RUNNING:
+            kind = RUN
+        elif attributes.get(sc.EFFECT) is True and sc.CALL_ID in attributes:
+            # A side effect's intent: a step row without an outcome, committed (per step,
+            # within postgres_wait) before the work runs. The ended span fills it in.
+            kind = STEP
+        else:
+            return
+        # Converted now in any mode: a started span still changes until it ends.
+        write = self._convert(Write(kind, span=span))
+        if write is not None:
+            self._submit(write)
 
     def on_end(self, span: ReadableSpan) -> None:
         if not self.enabled:

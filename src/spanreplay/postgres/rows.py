@@ -51,9 +51,17 @@ INSERT INTO agent_steps (
     %(tokens_in)s, %(tokens_out)s, %(cost)s, %(trace_id)s, %(span_id)s, %(start_ns)s, %(end_ns)s, %(created_at)s,
     %(attributes)s::json, %(schema_version)s
 )
-ON CONFLICT (run_id, step_number) DO NOTHING
+ON CONFLICT (run_id, step_number) DO UPDATE SET
+    output = EXCLUDED.output, error = EXCLUDED.error, output_text = EXCLUDED.output_text,
+    error_text = EXCLUDED.error_text, tokens_in = EXCLUDED.tokens_in, tokens_out = EXCLUDED.tokens_out,
+    cost = EXCLUDED.cost, end_ns = EXCLUDED.end_ns, created_at = EXCLUDED.created_at,
+    attributes = EXCLUDED.attributes
+WHERE agent_steps.end_ns = 0 AND EXCLUDED.end_ns <> 0
 """
 
+# A step row is final once its span ended: a retried insert of it does nothing. The one
+# row that changes is a side effect's intent (written when its span started: end_ns 0,
+# no outcome), which the ended span fills in, whichever of them arrives again later.
 # A run row is written when the run starts (status running) and again when it ends.
 # A copy never replaces one that knows more: the ended run span wins over the
 # started one, either wins over the placeholder a step inserted, and an ended
@@ -136,6 +144,8 @@ def step_params(span: SpanRecord) -> dict[str, Any]:
     if event.output_types is not None:
         # The output's type tags ride in the attributes column: the row keeps what replay needs.
         attributes[sc.OUTPUT_TYPES] = event.output_types.decode()
+    if event.effect:
+        attributes[sc.EFFECT] = True
     params = {
         "run_id": event.run_id,
         "step_number": event.seq,
@@ -211,6 +221,7 @@ def event_from_row(row: tuple[Any, ...], origin: str) -> Event:
     run_id, kind, key, call_id = map(from_db_text, (run_id, kind, key, call_id))
     extra = orjson.loads(attributes)
     output_types = extra.pop(sc.OUTPUT_TYPES, None)
+    effect = extra.pop(sc.EFFECT, None) is True
     return Event(
         run_id=run_id,
         seq=seq,
@@ -227,6 +238,7 @@ def event_from_row(row: tuple[Any, ...], origin: str) -> Event:
         end_ns=end_ns,
         attributes=extra,
         output_types=output_types.encode() if isinstance(output_types, str) else None,
+        effect=effect,
     )
 
 

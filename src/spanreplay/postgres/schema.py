@@ -129,9 +129,42 @@ _V2 = """
 ALTER TABLE agent_runs ADD COLUMN masking TEXT;
 """
 
+# A side effect's intent is inserted (and counted) before its work runs; its outcome
+# then updates the row. The outcome's failure, tokens and cost are added to the run's
+# totals here, from the rows that went from intent (end_ns 0) to ended.
+_V3 = """
+CREATE FUNCTION spanreplay_add_outcome_totals() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE agent_runs AS r
+    SET steps_failed = r.steps_failed + n.failed,
+        tokens_in = r.tokens_in + n.tokens_in,
+        tokens_out = r.tokens_out + n.tokens_out,
+        cost = r.cost + n.cost
+    FROM (
+        SELECT s.run_id,
+               count(*) FILTER (WHERE s.error_text IS NOT NULL AND o.error_text IS NULL) AS failed,
+               coalesce(sum(s.tokens_in), 0) - coalesce(sum(o.tokens_in), 0) AS tokens_in,
+               coalesce(sum(s.tokens_out), 0) - coalesce(sum(o.tokens_out), 0) AS tokens_out,
+               coalesce(sum(s.cost), 0) - coalesce(sum(o.cost), 0) AS cost
+        FROM new_steps AS s JOIN old_steps AS o ON o.id = s.id
+        WHERE o.end_ns = 0 AND s.end_ns <> 0
+        GROUP BY s.run_id
+        ORDER BY s.run_id
+    ) AS n
+    WHERE r.run_id = n.run_id;
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER agent_steps_outcome_totals
+    AFTER UPDATE ON agent_steps
+    REFERENCING OLD TABLE AS old_steps NEW TABLE AS new_steps
+    FOR EACH STATEMENT EXECUTE FUNCTION spanreplay_add_outcome_totals();
+"""
+
 MIGRATIONS: Final = (
     Migration(1, "agent_runs and agent_steps", _V1),
     Migration(2, "agent_runs.masking", _V2),
+    Migration(3, "agent_steps outcome totals for side-effect intents", _V3),
 )
 LATEST: Final = MIGRATIONS[-1].version
 
