@@ -25,6 +25,7 @@ from ._cost import cost_command
 from ._db import db_command
 from ._demo import demo_command
 from ._export import export_command
+from ._export_test import export_test_command
 from ._prune import prune_command
 from ._push import push_command
 from ._replay import replay_command
@@ -97,6 +98,7 @@ def cli(ctx: click.Context, debug: bool) -> None:
     spanreplay runs traces/                       the recorded runs, with status and error
     spanreplay show traces/ RUN                   one run, step by step
     spanreplay replay traces/ RUN --entry m:main  run the agent code against the recording
+    spanreplay export-test traces/ RUN --entry m:main   the run as a pytest regression test
     spanreplay cost traces/ --by month            tokens and USD per agent, the runs that burned too much
     spanreplay push traces/ --endpoint URL        send the runs to a Collector, Jaeger, Tempo (OTLP)
     spanreplay report traces/ RUN -o run.html     one run as a page: timeline, cost per step, payloads
@@ -119,6 +121,7 @@ cli.add_command(cost_command)
 cli.add_command(report_command)
 cli.add_command(convert_command)
 cli.add_command(push_command)
+cli.add_command(export_test_command)
 
 
 def main() -> None:
