@@ -30,7 +30,7 @@ import tempfile
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, cast
+from typing import TYPE_CHECKING, Any, Final, NoReturn, cast
 
 import pytest
 
@@ -150,11 +150,13 @@ def _plan(item: pytest.Item) -> _TestRun:
             # The one place a test's replay is opened: its options are set here.
             return _TestRun(trace, replay(trace, run_id, ignore_paths=ignore_paths), ignore_paths=ignore_paths)
         except SpanReplayError as exc:
-            pytest.fail(f"spanreplay: cannot replay the trace at {where}: {exc}", pytrace=False)
+            raise pytest.fail.Exception(
+                f"spanreplay: cannot replay the trace at {where}: {exc}", pytrace=False
+            ) from None
     try:
         run = RecordingRun(_UNSAFE.sub("_", item.name), run_id)
     except SpanReplayError as exc:
-        pytest.fail(f"spanreplay: cannot record {item.nodeid}: {exc}", pytrace=False)
+        raise pytest.fail.Exception(f"spanreplay: cannot record {item.nodeid}: {exc}", pytrace=False) from None
     return _TestRun(trace, run, save=mode == "rewrite" or not exists)
 
 
@@ -242,13 +244,14 @@ def _replayed(planned: _TestRun, run: Any, config: pytest.Config) -> Generator[N
     return result
 
 
-def _diverged(planned: _TestRun, error: BaseException, config: pytest.Config) -> None:
+def _diverged(planned: _TestRun, error: BaseException, config: pytest.Config) -> NoReturn:
     told = "\n".join([str(error), *getattr(error, "__notes__", ())])
-    pytest.fail(
+    # From None: the failure text is the divergence, once, without the chain it was raised in.
+    raise pytest.fail.Exception(
         f"spanreplay: the replay of {_shown(planned.trace, config)} diverged.\n{told}\n"
         "If the change is intended, record the trace again with --spanreplay-mode=rewrite.",
         pytrace=False,
-    )
+    ) from None
 
 
 def _recorded(planned: _TestRun, config: pytest.Config) -> Generator[None, object, object]:

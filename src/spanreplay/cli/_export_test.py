@@ -14,7 +14,7 @@ from .._events import EventLog
 from .._loader import load
 from ..readers import writers
 from ._common import BadInput, console
-from ._convert import _Counted, _select, _write
+from ._convert import CountedSpans, select_spans, write_spans
 from ._replay import cwd_on_path, failing_step, load_entry
 
 
@@ -60,8 +60,8 @@ def export_test_command(source: str, run_id: str, entry: str, output: Path | Non
         raise BadInput(f"{' and '.join(existing)} already exist; pass --force to replace them.")
     output.parent.mkdir(parents=True, exist_ok=True)
     trace.parent.mkdir(parents=True, exist_ok=True)
-    spans = _Counted(_select(source, run_id))
-    _write(str(trace), writers.json_lines(spans), spans)
+    spans = CountedSpans(select_spans(source, run_id))
+    write_spans(str(trace), writers.json_lines(spans), spans)
     root = os.path.relpath(Path.cwd(), output.parent.resolve())
     text = test_source(log, module, name, inspect.iscoroutinefunction(function), root)
     _write_text(output, text)
