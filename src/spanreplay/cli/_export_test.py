@@ -85,8 +85,9 @@ def test_source(log: EventLog, module: str, function: str, is_async: bool, root:
     call = f"asyncio.run({function}())" if is_async else f"{function}()"
     ident = re.sub(r"\W", "_", run.run_id)
     error = run.error
+    agent = _docstring_safe(run.agent or "agent")
     lines = [
-        f'"""Run {run.run_id} of {run.agent or "agent"}, replayed as recorded (written by spanreplay export-test).',
+        f'"""Run {run.run_id} of {agent}, replayed as recorded (written by spanreplay export-test).',
         "",
         f"The trace is traces/{run.run_id}.jsonl: {len(log)} steps, masked as recorded. No tool, model, clock",
         "or random source is called. The test fails with the divergence when the code stops matching it;",
@@ -102,7 +103,7 @@ def test_source(log: EventLog, module: str, function: str, is_async: bool, root:
         "import pytest",
         "",
         "# Where export-test ran: the agent's module is imported from there, as spanreplay replay does.",
-        f"ROOT = str((Path(__file__).parent / {root!r}).resolve())",
+        f"ROOT = str((Path(__file__).parent / {_literal(root)}).resolve())",
         "if ROOT not in sys.path:",
         "    sys.path.insert(0, ROOT)",
         "",
@@ -119,20 +120,29 @@ def test_source(log: EventLog, module: str, function: str, is_async: bool, root:
     else:
         step = failing_step(log)
         where = f" at seq {step.seq} ({step.kind} {step.key!r})" if step is not None else ""
-        # A replayed step raises the recorded message itself; an error raised between the
-        # boundaries holds the live message, which masking may have changed in the recording.
-        match = f", match={re.escape(error.message)!r}" if step is not None and error.message else ""
         lines += [
             f"def test_{ident}_fails_as_recorded(spanreplay_run: object) -> None:",
             f'    """Recorded: {_docstring_safe(str(error))}{where}."""',
-            f"    with pytest.raises(Exception{match}) as raised:  # noqa: PT011",
+            "    with pytest.raises(Exception) as raised:  # noqa: PT011",
             f"        {call}",
-            "    # The recorded type, rebuilt, or a RecordedError that names it. No step left over",
+            "    # The recorded type, rebuilt, or a RecordedError that names it; no step left over",
             "    # (the plugin checks) means the failure came where it was recorded.",
-            f'    assert getattr(raised.value, "type_name", type(raised.value).__qualname__) == {error.type_name!r}',
+            '    assert getattr(raised.value, "type_name", type(raised.value).__qualname__) == '
+            + _literal(error.type_name),
         ]
+        if step is not None and error.message:
+            # A replayed step raises the recorded message itself; an error raised between the
+            # boundaries holds the live one, which masking may have changed in the recording.
+            lines.append(f"    assert {_literal(error.message)} in str(raised.value)")
     return "\n".join(lines) + "\n"
 
 
+def _literal(text: str) -> str:
+    """``text`` as a double-quoted Python string literal, readable where it can be."""
+    # repr() of one character that cannot stand as itself is its escape (a line end, NUL, a lone surrogate).
+    return '"' + "".join("\\" + c if c in '"\\' else c if c.isprintable() else repr(c)[1:-1] for c in text) + '"'
+
+
 def _docstring_safe(text: str) -> str:
-    return text.replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
+    """``text`` for the inside of a docstring: quotes, backslashes and line ends escaped."""
+    return _literal(text)[1:-1]
