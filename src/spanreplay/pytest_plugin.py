@@ -23,6 +23,8 @@ run id to record under).
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import os
 import re
 import shutil
@@ -260,6 +262,8 @@ def _recorded(planned: _TestRun, config: pytest.Config) -> Generator[None, objec
 
     run = planned.run
     assert run is not None
+    # The folders made for the trace, the deepest first: removed again if no trace is saved in them.
+    made = list(itertools.takewhile(lambda folder: not folder.exists(), planned.trace.parents))
     planned.trace.parent.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix=".spanreplay-", dir=planned.trace.parent))
     try:
@@ -270,6 +274,9 @@ def _recorded(planned: _TestRun, config: pytest.Config) -> Generator[None, objec
         return result
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+        for folder in made:
+            with contextlib.suppress(OSError):  # not empty: a trace was saved there
+                folder.rmdir()
 
 
 def _save(scratch: Path, run_id: str, trace: Path, config: pytest.Config) -> None:

@@ -205,7 +205,7 @@ def test_rewrite_records_again_and_record_keeps_an_existing_trace(pytester: pyte
 def test_a_test_that_fails_while_recording_saves_no_trace(pytester: pytest.Pytester, run: object) -> None:
     tools_module(pytester, "@pytest.mark.spanreplay\ndef test_it():\n    agent('A-1')\n    assert False, 'no'\n")
     run().assert_outcomes(failed=1)  # type: ignore[operator]
-    assert list((pytester.path / "traces" / "test_orders").iterdir()) == []
+    assert not (pytester.path / "traces").exists()
 
 
 def test_trace_and_run_options_name_the_file_and_the_run(pytester: pytest.Pytester, run: object) -> None:
