@@ -30,14 +30,14 @@ import re
 import shutil
 import tempfile
 from collections.abc import Generator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, NoReturn, cast
 
 import pytest
 
 if TYPE_CHECKING:
-    from ._run import Run
+    from ._run import ReplayingRun, Run
 
 __all__ = ["MODES", "pytest_addoption", "pytest_configure", "pytest_runtest_call", "spanreplay_run", "trace_path"]
 
@@ -91,7 +91,6 @@ class _TestRun:
     save: bool = False
     # Why the test fails before its body runs (replay mode with no trace).
     failure: str | None = None
-    ignore_paths: Sequence[str] = field(default_factory=tuple)
 
 
 _planned_key = pytest.StashKey[_TestRun]()
@@ -131,7 +130,7 @@ def _planned(item: pytest.Item) -> _TestRun:
 
 
 def _plan(item: pytest.Item) -> _TestRun:
-    from ._run import RecordingRun, replay
+    from ._run import RecordingRun
     from .errors import SpanReplayError
 
     options = _marker_options(item)
@@ -149,8 +148,7 @@ def _plan(item: pytest.Item) -> _TestRun:
                 "--spanreplay-mode=once, or name the file with @pytest.mark.spanreplay(trace=...).",
             )
         try:
-            # The one place a test's replay is opened: its options are set here.
-            return _TestRun(trace, replay(trace, run_id, ignore_paths=ignore_paths), ignore_paths=ignore_paths)
+            return _TestRun(trace, _open_replay(trace, run_id, ignore_paths))
         except SpanReplayError as exc:
             raise pytest.fail.Exception(
                 f"spanreplay: cannot replay the trace at {where}: {exc}", pytrace=False
@@ -160,6 +158,13 @@ def _plan(item: pytest.Item) -> _TestRun:
     except SpanReplayError as exc:
         raise pytest.fail.Exception(f"spanreplay: cannot record {item.nodeid}: {exc}", pytrace=False) from None
     return _TestRun(trace, run, save=mode == "rewrite" or not exists)
+
+
+def _open_replay(trace: Path, run_id: str | None, ignore_paths: Sequence[str]) -> ReplayingRun:
+    """The replay a test runs in: every replay option the plugin sets is set here."""
+    from ._run import replay
+
+    return replay(trace, run_id, ignore_paths=ignore_paths)
 
 
 def _marker_options(item: pytest.Item) -> dict[str, Any]:
@@ -179,8 +184,19 @@ def _marker_options(item: pytest.Item) -> dict[str, Any]:
             "it takes trace=, run= and ignore_paths=.",
             pytrace=False,
         )
+    trace, run_id = marker.kwargs.get("trace"), marker.kwargs.get("run")
+    if trace is not None and not isinstance(trace, str | os.PathLike):
+        pytest.fail(
+            f"@pytest.mark.spanreplay(trace={trace!r}) in {item.nodeid} is not a path; write trace='traces/x.jsonl'.",
+            pytrace=False,
+        )
+    if run_id is not None and not isinstance(run_id, str):
+        pytest.fail(
+            f"@pytest.mark.spanreplay(run={run_id!r}) in {item.nodeid} is not a run id; write run='run_...'.",
+            pytrace=False,
+        )
     paths = marker.kwargs.get("ignore_paths", ())
-    if isinstance(paths, str) or not all(isinstance(p, str) for p in paths):
+    if not isinstance(paths, list | tuple) or not all(isinstance(p, str) for p in paths):
         pytest.fail(
             f"@pytest.mark.spanreplay(ignore_paths={paths!r}) in {item.nodeid} is not a list of JSON paths; "
             "write ignore_paths=['messages[*].timestamp'].",
@@ -210,7 +226,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
     return (yield from _recorded(planned, item.config))
 
 
-def _replayed(planned: _TestRun, run: Any, config: pytest.Config) -> Generator[None, object, object]:
+def _replayed(planned: _TestRun, run: ReplayingRun, config: pytest.Config) -> Generator[None, object, object]:
     """The test body inside the replay; a divergence fails the test with its own text.
 
     The test's own failures (an assertion, an error of the code between the

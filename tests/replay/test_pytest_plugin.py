@@ -304,14 +304,19 @@ def test_bad_marker_arguments_fail_the_test_with_the_fix(pytester: pytest.Pytest
         @pytest.mark.spanreplay(ignore_paths="asked_at")
         def test_string():
             pass
+
+        @pytest.mark.spanreplay(run=42)
+        def test_number():
+            pass
         """,
     )
     result = run()  # type: ignore[operator]
-    result.assert_outcomes(failed=2)
+    result.assert_outcomes(failed=3)
     result.stdout.fnmatch_lines(
         [
             "*@pytest.mark.spanreplay got traces, which it does not take*trace=, run= and ignore_paths=*",
             "*ignore_paths='asked_at')*is not a list of JSON paths*",
+            "*@pytest.mark.spanreplay(run=42)*is not a run id*",
         ]
     )
 
@@ -337,6 +342,7 @@ def test_the_plugin_is_declared_as_a_pytest11_entry_point() -> None:
     assert project["entry-points"]["pytest11"] == {"spanreplay": "spanreplay.pytest_plugin"}
 
 
+@pytest.mark.slow
 def test_the_support_agent_example_test_replays_its_committed_trace_offline(plugin_args: list[str]) -> None:
     example = REPO / "examples" / "support_agent"
     [trace] = (example / "tests" / "traces").rglob("*.jsonl")
