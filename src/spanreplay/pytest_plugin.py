@@ -50,6 +50,8 @@ _UNSAFE: Final = re.compile(r"[^\w.\[\]-]+")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    # pytest's own conventions: a capitalized group title, option and ini help without a
+    # final period, marker help in lower case after the signature (as @pytest.mark.skip's).
     group = parser.getgroup("spanreplay", "Recorded agent runs (spanreplay)")
     group.addoption(
         "--spanreplay-mode",
@@ -60,15 +62,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="What a test marked spanreplay does with its trace: 'once' replays it, or records it when "
         "missing; 'replay' replays it and fails the test when it is missing; 'record' runs live and saves "
         "the missing traces; 'rewrite' runs live and saves every trace anew. Default: the spanreplay_mode "
-        "ini option, else 'once'.",
+        "ini option, else 'once'",
     )
-    parser.addini("spanreplay_mode", "Default for --spanreplay-mode (once, replay, record or rewrite).", default="once")
+    parser.addini("spanreplay_mode", "Default for --spanreplay-mode (once, replay, record or rewrite)", default="once")
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        "spanreplay(trace=None, run=None, ignore_paths=()): Run the test inside a spanreplay run that replays "
+        "spanreplay(trace=None, run=None, ignore_paths=()): run the test inside a spanreplay run that replays "
         "its recorded trace (traces/<test module>/<test name>.jsonl beside the module, or trace=PATH), or "
         "records it; see --spanreplay-mode.",
     )

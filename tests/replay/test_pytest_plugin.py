@@ -327,7 +327,7 @@ def test_help_and_markers_describe_the_option_and_the_marker(pytester: pytest.Py
     assert "--spanreplay-mode={once,replay,record,rewrite}" in help_text
     assert "spanreplay_mode (string):" in help_text
     markers = pytester.runpytest(*plugin_args, "--markers").stdout.str()
-    assert "@pytest.mark.spanreplay(trace=None, run=None, ignore_paths=()): Run the test inside" in markers
+    assert "@pytest.mark.spanreplay(trace=None, run=None, ignore_paths=()): run the test inside" in markers
 
 
 def test_a_bad_mode_in_the_ini_file_is_a_usage_error(pytester: pytest.Pytester, plugin_args: list[str]) -> None:
