@@ -153,6 +153,9 @@ def test_bad_input_exits_2_with_the_fix(shop: Path, trace_dir: Path) -> None:
     no_entry = invoke("export-test", str(trace_dir), run_id, "--entry", "nowhere:main")
     assert no_entry.exit_code == EXIT_BAD_INPUT
     assert "module nowhere was not found" in no_entry.output
+    postgres = invoke("export-test", "postgresql://postgres@127.0.0.1/test", run_id, "--entry", "shop_agent:main")
+    assert postgres.exit_code == EXIT_BAD_INPUT
+    assert "Postgres keeps its steps, not its spans" in postgres.output
     assert not (shop / "tests").exists()
     assert invoke("export-test", str(trace_dir), run_id, "--entry", "shop_agent:main").exit_code == EXIT_OK
     again = invoke("export-test", str(trace_dir), run_id, "--entry", "shop_agent:main")

@@ -43,7 +43,15 @@ def export_test_command(source: str, run_id: str, entry: str, output: Path | Non
     plugin and asserts the recorded outcome: the run completes, or it fails with
     the recorded error at the recorded step. It passes on the code that recorded
     the run, and fails with the divergence once the code goes another way.
+
+    SOURCE is anything `spanreplay convert` reads (not Postgres, which keeps
+    steps, not spans).
     """
+    if source.startswith(("postgresql://", "postgres://")):
+        raise BadInput(
+            f"export-test copies the run's spans, and Postgres keeps its steps, not its spans; export run {run_id} "
+            "from the trace files, a Collector file or a Jaeger or Tempo backend instead."
+        )
     log = load(source, run_id)
     if log.run.status not in (sc.RUN_STATUS_OK, sc.RUN_STATUS_ERROR):
         raise BadInput(
