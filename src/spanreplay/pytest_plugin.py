@@ -39,7 +39,15 @@ import pytest
 if TYPE_CHECKING:
     from ._run import ReplayingRun, Run
 
-__all__ = ["MODES", "pytest_addoption", "pytest_configure", "pytest_runtest_call", "spanreplay_run", "trace_path"]
+__all__ = [
+    "MODES",
+    "pytest_addoption",
+    "pytest_configure",
+    "pytest_runtest_call",
+    "pytest_runtest_teardown",
+    "spanreplay_run",
+    "trace_path",
+]
 
 MODES: Final = ("once", "replay", "record", "rewrite")
 MARKER: Final = "spanreplay"
@@ -226,6 +234,17 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
     if isinstance(planned.run, ReplayingRun):
         return (yield from _replayed(planned, planned.run, item.config))
     return (yield from _recorded(planned, item.config))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item) -> Generator[None, object, object]:
+    try:
+        return (yield)
+    finally:
+        # A run is used once: a rerun of the test plans a new one, and the recording's
+        # events are not kept alive for the rest of the session.
+        if _planned_key in item.stash:
+            del item.stash[_planned_key]
 
 
 def _replayed(planned: _TestRun, run: ReplayingRun, config: pytest.Config) -> Generator[None, object, object]:

@@ -369,3 +369,22 @@ def test_the_support_agent_example_test_replays_its_committed_trace_offline(plug
     assert result.returncode == 0, result.stdout + result.stderr
     assert "1 passed" in result.stdout
     assert trace.read_bytes() == recorded
+
+
+def test_a_test_run_twice_in_one_session_gets_a_new_run_each_time(pytester: pytest.Pytester, run: object) -> None:
+    tools_module(pytester, "@pytest.mark.spanreplay\ndef test_it(spanreplay_run):\n    agent('A-1')\n")
+    run().assert_outcomes(passed=1)  # type: ignore[operator]
+    # As a rerun plugin (pytest-rerunfailures) does: the whole protocol twice for one item.
+    pytester.makeconftest(
+        """
+        import pytest
+        from _pytest.runner import runtestprotocol
+
+        @pytest.hookimpl(tryfirst=True)
+        def pytest_runtest_protocol(item, nextitem):
+            for _ in range(2):
+                runtestprotocol(item, nextitem=nextitem, log=True)
+            return True
+        """
+    )
+    run("--spanreplay-mode=replay").assert_outcomes(passed=2)  # type: ignore[operator]
