@@ -164,8 +164,8 @@ def test_the_fixture_alone_records_then_replays_without_running_the_tool(
     assert (pytester.path / "traces" / "test_orders" / "test_fixture.jsonl").is_file()
     second = run("-s")  # type: ignore[operator]
     second.assert_outcomes(passed=1)
-    # The same module ran again in this process: CALLS kept the first call, and the replay added none.
-    second.stdout.fnmatch_lines([f"*mode replay calls * uuid {recorded_uuid}*"])
+    # The tool's body never ran (the module is imported anew for each run), and the uuid is the recorded one.
+    second.stdout.fnmatch_lines([f"*mode replay calls 0 uuid {recorded_uuid}*"])
 
 
 def test_replay_mode_fails_a_test_whose_trace_is_missing_before_its_body_runs(
@@ -388,3 +388,29 @@ def test_a_test_run_twice_in_one_session_gets_a_new_run_each_time(pytester: pyte
         """
     )
     run("--spanreplay-mode=replay").assert_outcomes(passed=2)  # type: ignore[operator]
+
+
+def test_an_async_test_runs_inside_its_run(pytester: pytest.Pytester, run: object) -> None:
+    # anyio (a dependency of the anthropic SDK) brings the pytest plugin that runs async tests.
+    tools_module(
+        pytester,
+        """
+        @pytest.fixture
+        def anyio_backend():
+            return "asyncio"
+
+        @spanreplay.tool
+        async def track(parcel):
+            CALLS.append(parcel)
+            return {"parcel": parcel, "at": "Lyon"}
+
+        @pytest.mark.anyio
+        @pytest.mark.spanreplay
+        async def test_async(spanreplay_run):
+            assert spanreplay.current_run() is spanreplay_run
+            assert (await track("LP-1"))["at"] == "Lyon"
+            print("calls", len(CALLS))
+        """,
+    )
+    run("-s").stdout.fnmatch_lines(["*calls 1*", "*1 passed*"])  # type: ignore[operator]
+    run("-s", "--spanreplay-mode=replay").stdout.fnmatch_lines(["*calls 0*", "*1 passed*"])  # type: ignore[operator]
