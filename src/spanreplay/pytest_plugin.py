@@ -326,5 +326,11 @@ def _save(scratch: Path, run_id: str, trace: Path, config: pytest.Config) -> Non
             "the agent's work, not the one that opens spanreplay.record().",
             pytrace=False,
         )
+    if not recorded.is_file():
+        pytest.fail(
+            f"spanreplay: the recording of run {run_id} wrote no trace, so {_shown(trace, config)} was not written; "
+            "a test that records must not turn recording off (spanreplay.reset(), configure(trace_dir=None)).",
+            pytrace=False,
+        )
     # Same folder, so the rename is atomic: a reader never sees half a trace.
     os.replace(recorded, trace)

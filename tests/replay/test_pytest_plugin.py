@@ -414,3 +414,11 @@ def test_an_async_test_runs_inside_its_run(pytester: pytest.Pytester, run: objec
     )
     run("-s").stdout.fnmatch_lines(["*calls 1*", "*1 passed*"])  # type: ignore[operator]
     run("-s", "--spanreplay-mode=replay").stdout.fnmatch_lines(["*calls 0*", "*1 passed*"])  # type: ignore[operator]
+
+
+def test_a_test_that_resets_spanreplay_still_records_its_whole_run(pytester: pytest.Pytester, run: object) -> None:
+    tools_module(pytester, "@pytest.mark.spanreplay\ndef test_it():\n    spanreplay.reset()\n    agent('A-1')\n")
+    run().assert_outcomes(passed=1)  # type: ignore[operator]
+    log = spanreplay.load(pytester.path / "traces" / "test_orders" / "test_it.jsonl")
+    assert (log.run.status, [e.kind for e in log]) == ("ok", ["uuid", "tool"])
+    run("--spanreplay-mode=replay").assert_outcomes(passed=1)  # type: ignore[operator]
