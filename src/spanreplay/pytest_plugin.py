@@ -242,7 +242,7 @@ def pytest_runtest_teardown(item: pytest.Item) -> Generator[None, object, object
         return (yield)
     finally:
         # A run is used once: a rerun of the test plans a new one, and the recording's
-        # events are not kept alive for the rest of the session.
+        # events are not kept alive while the other tests run.
         if _planned_key in item.stash:
             del item.stash[_planned_key]
 
