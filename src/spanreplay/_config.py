@@ -7,6 +7,8 @@ import os
 import threading
 import warnings
 import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -31,7 +33,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("spanreplay")
 
-__all__ = ["Settings", "configure", "is_configured", "reset", "settings"]
+__all__ = ["Settings", "configure", "is_configured", "recording_into", "reset", "settings"]
 
 # configure()'s trace_dir when the caller names none: SPANREPLAY_TRACE_DIR, else "traces".
 # A sentinel, so that an explicit trace_dir="traces" is taken as said.
@@ -303,6 +305,45 @@ def reset() -> None:
                         logger.exception("spanreplay: could not shut down %r on reset()", processor)
             attached.otlp_processor = None
             attached.postgres_processor = None
+
+
+@contextmanager
+def recording_into(trace_dir: str | os.PathLike[str]) -> Iterator[Settings]:
+    """Record the runs started in the block into ``trace_dir`` alone, then put back what was in force.
+
+    For a test that records its own trace: the spans go through a private provider
+    to one file processor, not to the application's provider, its exporters or the
+    files ``configure()`` set up; the masking in force is kept (a conftest's
+    ``configure(masking=...)`` masks the test's trace too). Internal failures are
+    raised, so that a trace is never saved incomplete. Afterwards the settings in
+    force before are in force again (none, when ``configure()`` had not been called).
+    """
+    global _settings
+    from . import __version__
+
+    with _lock:
+        previous = _settings
+    provider = TracerProvider(resource=otlp_resource(None, None))
+    file_processor = DurableFileSpanProcessor(trace_dir, strict=True)
+    provider.add_span_processor(RunIdSpanProcessor())
+    provider.add_span_processor(file_processor)
+    scoped = Settings(
+        provider=provider,
+        tracer=provider.get_tracer(sc.INSTRUMENTATION_NAME, __version__),
+        file_processor=file_processor,
+        otlp_processor=None,
+        raise_internal_errors=True,
+        masker=previous.masker if previous is not None and previous.masker is not None else _masker(None),
+    )
+    with _lock:
+        _settings = scoped
+    try:
+        yield scoped
+    finally:
+        with _lock:
+            if _settings is scoped:
+                _settings = previous
+        provider.shutdown()
 
 
 def masker() -> Masker:

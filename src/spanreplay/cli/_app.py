@@ -26,6 +26,7 @@ from ._db import db_command
 from ._demo import demo_command
 from ._diff import diff_command
 from ._export import export_command
+from ._export_test import export_test_command
 from ._lint import lint_command
 from ._prune import prune_command
 from ._push import push_command
@@ -99,6 +100,7 @@ def cli(ctx: click.Context, debug: bool) -> None:
     spanreplay runs traces/                       the recorded runs, with status and error
     spanreplay show traces/ RUN                   one run, step by step
     spanreplay replay traces/ RUN --entry m:main  run the agent code against the recording
+    spanreplay export-test traces/ RUN --entry m:main   the run as a pytest regression test
     spanreplay cost traces/ --by month            tokens and USD per agent, the runs that burned too much
     spanreplay push traces/ --endpoint URL        send the runs to a Collector, Jaeger, Tempo (OTLP)
     spanreplay report traces/ RUN -o run.html     one run as a page: timeline, cost per step, payloads
@@ -125,6 +127,7 @@ cli.add_command(convert_command)
 cli.add_command(push_command)
 cli.add_command(diff_command)
 cli.add_command(lint_command)
+cli.add_command(export_test_command)
 
 
 def main() -> None:

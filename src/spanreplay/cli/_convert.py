@@ -41,13 +41,13 @@ def convert_command(source: str, target: str, output: str, run_id: str | None, z
     tempo+http(s):// (which need --run). The file is written whole or not at
     all: a failure leaves no partial output behind.
     """
-    spans = _Counted(_select(source, run_id))
+    spans = CountedSpans(select_spans(source, run_id))
     if target == "otlp-json":
         chunks = writers.json_records_zstd(spans) if zstd else writers.json_lines(spans)
     else:
         chunks = writers.proto_records(spans, zstd=zstd)
     try:
-        _write(output, chunks, spans)
+        write_spans(output, chunks, spans)
     except MalformedTrace as exc:
         raise BadInput(f"{source} holds a span that {target} cannot carry: {exc}.") from None
     if spans.count == 0:
@@ -56,7 +56,7 @@ def convert_command(source: str, target: str, output: str, run_id: str | None, z
         console().print(f"wrote {spans.count} span(s) from {source} to {output} as {target}", markup=False)
 
 
-class _Counted:
+class CountedSpans:
     """Counts the spans that pass through on their way to the writer."""
 
     def __init__(self, spans: Iterator[SpanRecord]) -> None:
@@ -69,7 +69,7 @@ class _Counted:
             yield span
 
 
-def _select(source: str, run_id: str | None) -> Iterator[SpanRecord]:
+def select_spans(source: str, run_id: str | None) -> Iterator[SpanRecord]:
     if _backends.is_backend(source):
         if run_id is None:
             raise BadInput(f"{source} is a backend: name the run to convert with --run RUN (a run id or a trace id).")
@@ -100,7 +100,7 @@ def _one_run(spans: Iterator[SpanRecord], run_id: str, source: str) -> Iterator[
         )
 
 
-def _write(output: str, chunks: Iterator[bytes], spans: _Counted) -> None:
+def write_spans(output: str, chunks: Iterator[bytes], spans: CountedSpans) -> None:
     if output == "-":
         stdout = sys.stdout.buffer
         for chunk in chunks:
