@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from ._calls import Call
@@ -73,6 +73,7 @@ def replay(
     ignore_paths: Sequence[str] = (),
     require_all_steps: bool = True,
     strict: bool | None = None,
+    overrides: Mapping[int | str, Any] | None = None,
 ) -> ReplayingRun:
     """Replay a recorded run: ``with spanreplay.replay("traces/", run_id) as run: ...``.
 
@@ -84,6 +85,13 @@ def replay(
         require_all_steps: raise LeftoverEventsError when the code ends before the
             recording does (steps recorded that the replay never asked for).
         strict: the former name of ``require_all_steps`` (deprecated).
+        overrides: what-if edits: ``{seq or call id: value}``. A value is served in place of
+            the step's recorded output, an exception instance is raised in its place; a model
+            call's value is the response as the Messages API returns it (a dict or an SDK
+            ``Message``). A call id the recording does not have names a call the edited run
+            makes; it is served without an input to compare. Values are served as given,
+            not masked. Once the code no longer matches the recording, the replay diverges;
+            the run may end differently from the recording once an override was served.
     """
     if strict is not None:
         warnings.warn(
@@ -93,10 +101,12 @@ def replay(
         )
         require_all_steps = strict
     if isinstance(source, EventLog):
-        return ReplayingRun(source, ignore_paths=ignore_paths, require_all_steps=require_all_steps)
-    from ._loader import load
+        log = source
+    else:
+        from ._loader import load
 
-    return ReplayingRun(load(source, run_id), ignore_paths=ignore_paths, require_all_steps=require_all_steps)
+        log = load(source, run_id)
+    return ReplayingRun(log, ignore_paths=ignore_paths, require_all_steps=require_all_steps, overrides=overrides)
 
 
 def boundary(
