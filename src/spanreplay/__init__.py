@@ -30,7 +30,7 @@ from ._config import Settings, configure, is_configured, reset, settings
 from ._error_records import register_error_rebuilder
 from ._events import ErrorInfo, Event, EventLog, RunInfo, RunSummary
 from ._loader import load, runs
-from ._run import Mode, RecordingRun, ReplayingRun, Run, boundary, current_run, record, replay
+from ._run import ForkingRun, Mode, RecordingRun, ReplayingRun, Run, boundary, current_run, fork, record, replay
 from ._typed_registry import register_type
 from .errors import (
     ConfigurationError,
@@ -71,6 +71,7 @@ __all__ = [
     "ErrorInfo",
     "Event",
     "EventLog",
+    "ForkingRun",
     "InputChangedError",
     "LeftoverEventsError",
     "MaskingConfig",
@@ -98,6 +99,7 @@ __all__ = [
     "boundary",
     "configure",
     "current_run",
+    "fork",
     "instrument_anthropic",
     "is_configured",
     "load",

@@ -58,6 +58,7 @@ class ReplayingRun(Run):
     """
 
     mode = Mode.REPLAY
+    serves_recorded = True
 
     def __init__(
         self,
@@ -334,7 +335,7 @@ def _same_error(
 
 
 class JoinedReplay(Run):
-    """``record()`` called while a replay is open: the code's own run joins the replay.
+    """``record()`` called while a replay (or a fork) is open: the code's own run joins it.
 
     The same agent code runs in record and replay; code that opens its run itself
     (``with spanreplay.record(...)``) must not run the real work when it is called
@@ -343,7 +344,7 @@ class JoinedReplay(Run):
 
     mode = Mode.REPLAY
 
-    def __init__(self, replaying: ReplayingRun) -> None:
+    def __init__(self, replaying: Run) -> None:
         super().__init__(replaying.run_id, replaying.agent)
         self.replaying = replaying
         self._joined: list[tuple[Token[Run | None], Token[Scope | None]]] = []

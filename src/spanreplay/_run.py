@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 from ._calls import Call
 from ._events import EventLog
+from ._fork import ForkingRun, fork
 from ._recording import RecordingRun, new_run_id
 from ._replaying import JoinedReplay, ReplayingRun
 from ._runs import (
@@ -34,6 +35,7 @@ T = TypeVar("T")
 
 __all__ = [
     "Call",
+    "ForkingRun",
     "Mode",
     "Outcome",
     "RecordingRun",
@@ -41,6 +43,7 @@ __all__ = [
     "Run",
     "boundary",
     "current_run",
+    "fork",
     "new_run_id",
     "record",
     "replay",
@@ -52,7 +55,7 @@ __all__ = [
 def record(agent: str = "agent", run_id: str | None = None) -> Run:
     """Start recording a run: ``with spanreplay.record(agent="support") as run: ...``.
 
-    Inside an open replay, the run joins that replay instead (the block gets the
+    Inside an open replay (or fork), the run joins it instead (the block gets the
     replaying run), so the same code serves both modes.
 
     Args:
@@ -61,7 +64,7 @@ def record(agent: str = "agent", run_id: str | None = None) -> Run:
         run_id: the run id; by default ``run_YYYYMMDD_HHMMSS_xxxxxxxx`` (UTC).
     """
     open_run = joinable_run()
-    if isinstance(open_run, ReplayingRun):
+    if isinstance(open_run, (ReplayingRun, ForkingRun)):
         return JoinedReplay(open_run)
     return RecordingRun(agent, run_id)
 

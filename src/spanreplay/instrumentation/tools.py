@@ -8,14 +8,12 @@ from collections.abc import Callable
 from typing import Any, TypeVar, overload
 
 from .. import _semconv as sc
-from .._run import Mode, run_for_boundary
+from .._run import run_for_boundary
 from .._typed_hints import ReturnDecoder
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 __all__ = ["tool"]
-
-_REPLAY = Mode.REPLAY
 
 # Parameters that identify the receiver, not the call: left out of the input.
 _RECEIVERS = frozenset({"self", "cls"})
@@ -98,7 +96,7 @@ def tool(fn: F | None = None, /, *, name: str | None = None) -> F | Callable[[F]
                 if run is None:
                     return await func(*args, **kwargs)
                 call = functools.partial(func, *args, **kwargs)
-                decode = (resolved[0] if resolved else decoder()) if run.mode is _REPLAY else None
+                decode = (resolved[0] if resolved else decoder()) if run.serves_recorded else None
                 return await run.call_boundary(sc.KIND_TOOL, key, bind(args, kwargs), call, True, decode, None)
 
             return async_wrapper  # type: ignore[return-value]
@@ -109,7 +107,7 @@ def tool(fn: F | None = None, /, *, name: str | None = None) -> F | Callable[[F]
             if run is None:
                 return func(*args, **kwargs)
             call = functools.partial(func, *args, **kwargs)
-            decode = (resolved[0] if resolved else decoder()) if run.mode is _REPLAY else None
+            decode = (resolved[0] if resolved else decoder()) if run.serves_recorded else None
             return run.call_boundary(sc.KIND_TOOL, key, bind(args, kwargs), call, False, decode, None)
 
         return wrapper  # type: ignore[return-value]
