@@ -18,11 +18,14 @@ recording holds (``register_output_form``), so the SDK builds its own objects.
 
 from __future__ import annotations
 
+import builtins
 import dataclasses
+import importlib
 import re
 import threading
 import warnings
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any, Final
 
 import orjson
@@ -35,7 +38,7 @@ from ._typed_hints import ReturnDecoder
 from .errors import ConfigurationError
 from .readers._base import SpanReplayWarning
 
-__all__ = ["Overrides", "Served", "register_output_form"]
+__all__ = ["Overrides", "Served", "exception_from_text", "overrides_from_file", "register_output_form"]
 
 # A call id: segments ``kind:key#n`` joined by ``/``.
 _CALL_ID: Final = re.compile(r"[^/#:]+:[^/#]*#\d+(?:/[^/#:]+:[^/#]*#\d+)*")
@@ -206,3 +209,60 @@ class Overrides:
 
 def _named(key: int | str, call_id: str) -> str:
     return f"seq {key} ({call_id})" if isinstance(key, int) else call_id
+
+
+def exception_from_text(text: str) -> BaseException:
+    """``TimeoutError:message`` or ``mypkg.errors.CarrierTimeout:message`` as an exception instance."""
+    name, _, message = text.partition(":")
+    name = name.strip()
+    cls: Any
+    if "." in name:
+        module_name, _, attr = name.rpartition(".")
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as exc:
+            raise ConfigurationError(f"module {module_name} cannot be imported ({exc}).") from None
+        cls = getattr(module, attr, None)
+    else:
+        cls = getattr(builtins, name, None)
+    if not (isinstance(cls, type) and issubclass(cls, BaseException)):
+        raise ConfigurationError(
+            f"{name or '(nothing)'} is not an exception type; write a builtin such as TimeoutError or a dotted "
+            "name such as mypkg.errors.CarrierTimeout, then ':' and the message."
+        )
+    try:
+        made: BaseException = cls(message) if message else cls()
+    except Exception as exc:
+        raise ConfigurationError(
+            f"{cls.__qualname__} cannot be built from a message alone ({exc}); raise it from Python with "
+            "spanreplay.replay(..., overrides={step: instance})."
+        ) from None
+    return made
+
+
+def overrides_from_file(path: str | Path) -> dict[int | str, Any]:
+    """The overrides a file holds: ``{"set": {step: value}, "raise": {step: "Type:message"}}``.
+
+    How ``spanreplay fork ... -- COMMAND`` hands its ``--set`` and ``--raise`` to the
+    program it starts (``SPANREPLAY_OVERRIDES``). A step is a seq (as text) or a call id.
+    """
+    try:
+        data = orjson.loads(Path(path).read_bytes())
+        if not isinstance(data, dict) or not set(data) <= {"set", "raise"}:
+            raise ValueError('not an object with "set" and "raise"')
+        sets, raises = data.get("set", {}), data.get("raise", {})
+        if not isinstance(sets, dict) or not isinstance(raises, dict):
+            raise ValueError('"set" and "raise" are not objects')
+    except (OSError, ValueError) as exc:
+        raise ConfigurationError(
+            f"The overrides file {path} (SPANREPLAY_OVERRIDES) cannot be read: {exc}. It holds "
+            '{"set": {"6": value}, "raise": {"6": "TimeoutError:message"}}.'
+        ) from None
+
+    def step(text: str) -> int | str:
+        return int(text) if text.isdecimal() and len(text) < 19 else text
+
+    overrides: dict[int | str, Any] = {step(key): value for key, value in sets.items()}
+    for key, spec in raises.items():
+        overrides[step(key)] = exception_from_text(str(spec))
+    return overrides

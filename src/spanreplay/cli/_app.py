@@ -25,6 +25,7 @@ from ._cost import cost_command
 from ._db import db_command
 from ._demo import demo_command
 from ._export import export_command
+from ._fork import fork_command
 from ._prune import prune_command
 from ._push import push_command
 from ._replay import replay_command
@@ -97,13 +98,14 @@ def cli(ctx: click.Context, debug: bool) -> None:
     spanreplay runs traces/                       the recorded runs, with status and error
     spanreplay show traces/ RUN                   one run, step by step
     spanreplay replay traces/ RUN --entry m:main  run the agent code against the recording
+    spanreplay fork traces/ RUN --at 6 --entry m:main  serve steps 1-5, run the rest live as a new run
     spanreplay cost traces/ --by month            tokens and USD per agent, the runs that burned too much
     spanreplay push traces/ --endpoint URL        send the runs to a Collector, Jaeger, Tempo (OTLP)
     spanreplay report traces/ RUN -o run.html     one run as a page: timeline, cost per step, payloads
 
     Exit codes: 0 ok, 2 bad input (an unreadable source, an unknown run, a bad
     option), 4 a bug in spanreplay itself; replay adds 1 (failure reproduced)
-    and 3 (divergence), see spanreplay replay --help.
+    and 3 (divergence), see spanreplay replay --help and spanreplay fork --help.
     """
     ctx.ensure_object(CliState).debug = debug
 
@@ -111,6 +113,7 @@ def cli(ctx: click.Context, debug: bool) -> None:
 cli.add_command(runs_command)
 cli.add_command(show_command)
 cli.add_command(replay_command)
+cli.add_command(fork_command)
 cli.add_command(demo_command)
 cli.add_command(export_command)
 cli.add_command(prune_command)
