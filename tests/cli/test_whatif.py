@@ -171,7 +171,8 @@ def test_fork_a_script_run_zero_code_at_a_step(server: MessagesAPIServer, tmp_pa
     env.pop("SPANREPLAY_MODE")
     spanreplay_cli = [sys.executable, "-c", "from spanreplay.cli import main; main()"]
     forked = subprocess.run(
-        [*spanreplay_cli, "fork", "traces", parent.run_id, "--at", "3", "--", sys.executable, "agent.py"],
+        [*spanreplay_cli, "fork", "traces", parent.run_id, "--at", "3", "--set", '2={"status": "lost"}',
+         "--", sys.executable, "agent.py"],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert forked.returncode == 0, forked.stderr
@@ -179,6 +180,9 @@ def test_fork_a_script_run_zero_code_at_a_step(server: MessagesAPIServer, tmp_pa
     # Seq 1 and 2 were served: the tool did not run again, and one model call (the third step) was sent.
     assert (tmp_path / "tools.log").read_text() == "A-17\n"
     assert len(server.message_requests) == 3
+    # The edited tool result (seq 2) went to the live model call.
+    sent = server.message_requests[-1].body["messages"][-1]["content"][0]["content"]
+    assert json.loads(sent) == {"status": "lost"}
     (new,) = [r for r in spanreplay.runs(traces) if r.run_id != parent.run_id]
     log = spanreplay.load(traces, new.run_id)
     assert (log.run.forked_from, log.run.forked_at, log.run.status) == (parent.run_id, 3, "ok")

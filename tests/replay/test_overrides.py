@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import io
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -12,11 +13,14 @@ from typing import Any
 import anthropic
 import pytest
 from anthropic.types import Message, TextBlock, Usage
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import spanreplay
 from helpers.demo_runs import TRACKED, final_message, record_demo
 from helpers.messages_api_server import MODEL, MessagesAPIServer, instrument, serve
 from spanreplay import _demo
+from spanreplay._overrides import overrides_from_file
 from spanreplay.instrumentation.anthropic import AnthropicInstrumentor
 
 server = pytest.fixture(serve, name="server")
@@ -281,3 +285,43 @@ def test_a_step_nested_in_another_cannot_be_overridden(trace_dir: Path, monkeypa
         spanreplay.ConfigurationError, match=r"ran inside seq 6 \(tool 'track_shipment'\).*Override seq 6"
     ):
         spanreplay.replay(trace_dir, run_id, overrides={7: 0.99})
+
+
+# --- the overrides file of zero-code mode (SPANREPLAY_OVERRIDES) ------------------------------------
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+    max_leaves=10,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(document=_JSON | st.builds(lambda s, r: {"set": s, "raise": r}, _JSON, _JSON))
+def test_an_overrides_file_is_read_or_refused_with_a_sentence(tmp_path_factory: Any, document: Any) -> None:
+    path = tmp_path_factory.mktemp("overrides") / "overrides.json"
+    path.write_text(json.dumps(document))
+    refused = ""
+    overrides: dict[Any, Any] = {}
+    try:
+        overrides = overrides_from_file(path)
+    except spanreplay.ConfigurationError as exc:
+        refused = str(exc)
+    if refused:
+        assert refused.endswith(".")  # a sentence with the fix, not a traceback from deep inside
+        return
+    assert isinstance(overrides, dict)
+    for key, value in overrides.items():
+        assert isinstance(key, (int, str))
+        if key in document.get("raise", {}) or str(key) in document.get("raise", {}):
+            assert isinstance(value, BaseException)
+
+
+def test_an_overrides_file_sets_and_raises(tmp_path: Path) -> None:
+    path = tmp_path / "overrides.json"
+    path.write_text(json.dumps({"set": {"6": {"ok": True}, "tool:x#0": 1}, "raise": {"7": "TimeoutError:slow"}}))
+    overrides = overrides_from_file(path)
+    assert overrides[6] == {"ok": True}
+    assert overrides["tool:x#0"] == 1
+    assert isinstance(overrides[7], TimeoutError)
+    assert str(overrides[7]) == "slow"
