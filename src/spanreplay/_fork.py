@@ -35,7 +35,7 @@ from ._overrides import Served
 from ._recording import RecordingRun
 from ._replay import enclosing_call
 from ._replaying import ReplayingRun, serve_recorded, serve_recorded_async
-from ._runs import Decoder, current_scope_var
+from ._runs import Decoder, Scope, current_scope_var
 from .errors import ConfigurationError, ReplayDivergenceError
 
 __all__ = ["ForkingRun", "fork"]
@@ -154,7 +154,7 @@ class ForkingRun(RecordingRun):
     ) -> Any:
         scope, key, call_id, seq = self._next_call(kind, key)
         if not self.live:
-            served = self._serve(call_id, scope.call_id, kind, key, seq, input)
+            served = self._serve(scope, call_id, kind, key, seq, input)
             if served is not None:
                 event = served.event
                 marked = {**(attributes or {}), sc.SERVED_FROM: self.parent.run_id}
@@ -186,7 +186,7 @@ class ForkingRun(RecordingRun):
     ) -> Call:
         scope, key, call_id, seq = self._next_call(kind, key)
         if not self.live:
-            served = self._serve(call_id, scope.call_id, kind, key, seq, input)
+            served = self._serve(scope, call_id, kind, key, seq, input)
             if served is not None:
                 event = served.event
                 marked = {**(attributes or {}), sc.SERVED_FROM: self.parent.run_id}
@@ -205,8 +205,9 @@ class ForkingRun(RecordingRun):
                 return call
         return self.begin_call(scope, call_id, seq, kind, key, input, attributes, span_name)
 
-    def _serve(self, call_id: str, scope_id: str, kind: str, key: str, seq: int, input: Any) -> _Step | None:
+    def _serve(self, scope: Scope, call_id: str, kind: str, key: str, seq: int, input: Any) -> _Step | None:
         """The parent's step for this call, or None when the fork goes live at it."""
+        scope_id = scope.call_id
         parent = self.parent
         overrides = parent.overrides
         data = parent._encoded_input(kind, key, input, call_id)
@@ -227,6 +228,9 @@ class ForkingRun(RecordingRun):
                     f"The fork goes live at seq {self.at}; before it the code must match run {parent.run_id}. "
                     "Fork at this step or earlier, or with at=None to go live where the code stops matching."
                 )
+                # The new run holds the refused call, with the divergence as its error: its seq has no gap.
+                span, _ = self._start(scope, call_id, seq, kind, key, input, None)
+                self.finish_boundary(span, kind, key, None, exc)
                 raise
             self._go_live(seq, parent.events.by_call_id(call_id))
             return None
@@ -292,11 +296,12 @@ class ForkingRun(RecordingRun):
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        super().__exit__(exc_type, exc, tb)
         diverged = self._diverged
         if diverged is not None and exc is not diverged and (exc is None or isinstance(exc, Exception)):
-            # The code caught the divergence and went on: the fork still ends with it.
+            # The code caught the divergence and went on: the new run still ends with it, and says so.
+            super().__exit__(type(diverged), diverged, diverged.__traceback__)
             raise diverged
+        super().__exit__(exc_type, exc, tb)
 
 
 class _Step:

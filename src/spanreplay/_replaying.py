@@ -55,6 +55,7 @@ class ReplayingRun(Run):
         events: the EventLog being replayed.
         outcome: after the run ends, an ``Outcome`` (a string): ``"completed"``, ``"reproduced"``
             (the recorded failure happened again), ``"diverged"`` or ``"failed"``.
+        overrides: the what-if edits (``replay(overrides=)``) and which were served, or None.
     """
 
     mode = Mode.REPLAY

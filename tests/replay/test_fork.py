@@ -161,6 +161,13 @@ def test_a_call_before_the_fork_point_that_does_not_match_diverges(trace_dir: Pa
     assert caught.value.seq == 1
     assert any("goes live at seq 2" in note for note in caught.value.__notes__)
     assert LIVE == []  # nothing ran live before the fork point
+    # The new run holds the refused call with the divergence as its error, and ends with it.
+    log = spanreplay.load(trace_dir, run.run_id)
+    (step,) = log.events
+    assert (step.seq, step.key, step.input) == (1, "find_order", {"order_id": "B-2"})
+    assert step.error is not None
+    assert step.error.type_name == "InputChangedError"
+    assert log.run.status == "error"
 
 
 def test_a_divergence_the_code_catches_still_ends_the_fork(trace_dir: Path) -> None:
@@ -170,8 +177,13 @@ def test_a_divergence_the_code_catches_still_ends_the_fork(trace_dir: Path) -> N
         with contextlib.suppress(spanreplay.InputChangedError):
             find_order("B-2")
 
-    with pytest.raises(spanreplay.InputChangedError), spanreplay.fork(trace_dir, parent, at=2):
+    with pytest.raises(spanreplay.InputChangedError), spanreplay.fork(trace_dir, parent, at=2) as run:
         forgiving()
+    # The new run is recorded as ended by the divergence, not as a run that went well.
+    log = spanreplay.load(trace_dir, run.run_id)
+    assert log.run.status == "error"
+    assert log.run.error is not None
+    assert log.run.error.type_name == "InputChangedError"
 
 
 def test_an_override_is_recorded_masked_in_the_fork(trace_dir: Path) -> None:
