@@ -32,7 +32,7 @@ from ._error_records import register_error_rebuilder
 from ._events import ErrorInfo, Event, EventLog, RunInfo, RunSummary
 from ._guard import DeterminismWarning
 from ._loader import load, runs
-from ._run import Mode, RecordingRun, ReplayingRun, Run, boundary, current_run, record, replay
+from ._run import ForkingRun, Mode, RecordingRun, ReplayingRun, Run, boundary, current_run, fork, record, replay
 from ._run_diff import RunDiff, StepDiff, diff_runs
 from ._typed_registry import register_type
 from .errors import (
@@ -78,6 +78,7 @@ __all__ = [
     "ErrorInfo",
     "Event",
     "EventLog",
+    "ForkingRun",
     "InputChangedError",
     "LeftoverEventsError",
     "LiveEffectRefusedError",
@@ -112,6 +113,7 @@ __all__ = [
     "configure",
     "current_run",
     "diff_runs",
+    "fork",
     "instrument_anthropic",
     "is_configured",
     "load",

@@ -77,11 +77,14 @@ def span_to_event(span: SpanRecord) -> Event:
             found_size=0,
             source=span.origin,
         )
-    # What masking changed (spanreplay.input.masked, ...) stays beside the span's own attributes.
+    # What masking changed (spanreplay.input.masked, ...) and a fork's served_from stay beside the span's own.
     extra = {
         k: v
         for k, v in attrs.items()
-        if not k.startswith("spanreplay.") or k.endswith(sc.MASKED_SUFFIX) or k in INPUT_REF_ATTRIBUTES
+        if not k.startswith("spanreplay.")
+        or k.endswith(sc.MASKED_SUFFIX)
+        or k in INPUT_REF_ATTRIBUTES
+        or k == sc.SERVED_FROM
     }
     return Event(
         run_id=run_id,
@@ -146,4 +149,11 @@ def span_to_run(span: SpanRecord) -> RunInfo:
         steps=int(steps) if isinstance(steps, (int, str)) and str(steps).isdecimal() and len(str(steps)) < 19 else None,
         forked_from=attrs.get(sc.RUN_FORKED_FROM),
         masking=str(attrs[sc.RUN_MASKING]) if sc.RUN_MASKING in attrs else None,
+        forked_at=_small_int(attrs.get(sc.RUN_FORKED_AT)),
     )
+
+
+def _small_int(value: object) -> int | None:
+    # isdecimal, not isdigit: int() refuses superscripts; 18 digits keep int() in range.
+    text = str(value)
+    return int(text) if isinstance(value, (int, str)) and text.isdecimal() and len(text) < 19 else None

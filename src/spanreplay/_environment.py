@@ -19,10 +19,16 @@ from .errors import ConfigurationError
 __all__ = ["VARIABLES", "Environment", "byte_size", "environment"]
 
 VARIABLES: Final[Mapping[str, str]] = {
-    "SPANREPLAY_MODE": "Zero-code mode under `opentelemetry-instrument`: `record` or `replay` (unset: run live).",
+    "SPANREPLAY_MODE": "Zero-code mode under `opentelemetry-instrument`: `record`, `replay` or `fork` (unset: run "
+    "live).",
     "SPANREPLAY_RUN_SCOPE": "Zero-code: `process` (the default: the process is one run) or `trace` (a run a trace).",
     "SPANREPLAY_RUN_ID": "Zero-code: the run id to record under (process scope) or to replay.",
     "SPANREPLAY_SOURCE": "Zero-code replay: the trace file, directory or URL to replay from.",
+    "SPANREPLAY_FORK_AT": "Zero-code fork: the seq of the first step to run live (unset: where the code stops "
+    "matching the recording).",
+    "SPANREPLAY_OVERRIDES": "Zero-code replay or fork: a JSON file of what-if edits, "
+    '`{"set": {"6": value}, "raise": {"6": "TimeoutError:message"}}`.',
+    "SPANREPLAY_ALLOW_EFFECTS": "Zero-code fork: `1` or `true` to go live even at a step that changes the world.",
     "SPANREPLAY_AGENT": "Zero-code: the agent name of the run (else `OTEL_SERVICE_NAME`).",
     "SPANREPLAY_TRACE_DIR": "Where trace files go when `configure()` names no `trace_dir` (default `traces`).",
     "SPANREPLAY_STRICT": "`1` or `true`: raise spanreplay's own internal failures (`raise_internal_errors`).",
@@ -55,6 +61,10 @@ class Environment:
     run_scope: str
     run_id: str | None
     source: str | None
+    # As written: the fork parses it, so that a bad value fails the fork alone.
+    fork_at: str
+    overrides: str | None
+    allow_effects: bool
     agent: str | None
     trace_dir: str | None
     strict: bool
@@ -96,6 +106,9 @@ def environment(environ: Mapping[str, str] | None = None) -> Environment:
         run_scope=env.get("SPANREPLAY_RUN_SCOPE", "").strip().lower() or "process",
         run_id=text("SPANREPLAY_RUN_ID"),
         source=text("SPANREPLAY_SOURCE"),
+        fork_at=env.get("SPANREPLAY_FORK_AT", "").strip(),
+        overrides=text("SPANREPLAY_OVERRIDES"),
+        allow_effects=flag("SPANREPLAY_ALLOW_EFFECTS"),
         agent=text("SPANREPLAY_AGENT"),
         trace_dir=text("SPANREPLAY_TRACE_DIR"),
         strict=env.get("SPANREPLAY_STRICT", "").lower() in ("1", "true"),

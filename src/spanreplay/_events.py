@@ -112,6 +112,8 @@ class RunInfo:
     steps: int | None = None
     forked_from: str | None = None
     masking: str | None = None
+    # A fork's first step that ran live; None when every step was served (or not a fork).
+    forked_at: int | None = None
 
     @property
     def started(self) -> datetime | None:

@@ -193,6 +193,21 @@ class RecordingRun(Run):
         attributes: dict[str, Any] | None,
     ) -> Any:
         scope, key, call_id, seq = self._next_call(kind, key)
+        return self.record_call(scope, call_id, seq, kind, key, input, fn, is_async, attributes)
+
+    def record_call(
+        self,
+        scope: Scope,
+        call_id: str,
+        seq: int,
+        kind: str,
+        key: str,
+        input: Any,
+        fn: Callable[[], Any],
+        is_async: bool,
+        attributes: dict[str, Any] | None,
+    ) -> Any:
+        """``call_boundary()`` once the call has its id and seq: run ``fn`` and record it."""
         if is_async:
             return self._record_async(scope, call_id, seq, kind, key, input, fn, attributes)
         span, child = self._start(scope, call_id, seq, kind, key, input, attributes)
@@ -434,6 +449,20 @@ class RecordingRun(Run):
         span_name: str | None = None,
     ) -> Call:
         scope, key, call_id, seq = self._next_call(kind, key)
+        return self.begin_call(scope, call_id, seq, kind, key, input, attributes, span_name)
+
+    def begin_call(
+        self,
+        scope: Scope,
+        call_id: str,
+        seq: int,
+        kind: str,
+        key: str,
+        input: Any,
+        attributes: dict[str, Any] | None,
+        span_name: str | None,
+    ) -> Call:
+        """``begin()`` once the call has its id and seq."""
         span, child = self._start(scope, call_id, seq, kind, key, input, attributes)
         if span is not None and span_name is not None:
             span.update_name(span_name)

@@ -66,7 +66,7 @@ class ReplayEngine:
             siblings = self._children.setdefault(scope, [])
             self._position[event.call_id] = (scope, len(siblings))
             siblings.append(event)
-            self._nested.setdefault(_enclosing_call(event.call_id), []).append(event)
+            self._nested.setdefault(enclosing_call(event.call_id), []).append(event)
         # Per scope, the index of its first sibling not yet served: in-order replay checks one.
         self._cursor: dict[str, int] = {}
         # Calls the code reached with a changed input: not served, but no longer ahead of it.
@@ -377,7 +377,7 @@ def _overlapped(a: Event, b: Event) -> bool:
 _BRANCH_SEGMENT = sc.KIND_BRANCH + ":"
 
 
-def _enclosing_call(call_id: str) -> str:
+def enclosing_call(call_id: str) -> str:
     """The call id of the boundary a call was made in, past any branch scopes, or ``""``."""
     head = call_id.rpartition("/")[0]
     while head:

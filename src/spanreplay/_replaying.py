@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextvars import Token
 from types import TracebackType
 from typing import Any, TypeVar
@@ -20,6 +20,7 @@ from ._effects import served_effect
 from ._error_records import error_record, rebuild_error
 from ._events import ErrorInfo, Event, EventLog
 from ._guard import DirectCallGuard
+from ._overrides import Overrides, Served
 from ._payloads import encode_input
 from ._replay import ReplayEngine
 from ._runs import (
@@ -57,11 +58,13 @@ class ReplayingRun(Run):
         events: the EventLog being replayed.
         outcome: after the run ends, an ``Outcome`` (a string): ``"completed"``, ``"reproduced"``
             (the recorded failure happened again), ``"diverged"`` or ``"failed"``.
+        overrides: the what-if edits (``replay(overrides=)``) and which were served, or None.
     """
 
     mode = Mode.REPLAY
     # replay(guard=True) sets one: it watches the run for direct clock and random reads.
     guard: DirectCallGuard | None = None
+    serves_recorded = True
 
     def __init__(
         self,
@@ -70,12 +73,15 @@ class ReplayingRun(Run):
         ignore_paths: Sequence[str] = (),
         require_all_steps: bool = True,
         break_at: BreakAt = None,
+        overrides: Mapping[int | str, Any] | None = None,
     ) -> None:
         super().__init__(events.run_id, events.run.agent)
         self.events = events
         self.engine = ReplayEngine(events, ignore_paths=ignore_paths)
         self.breakpoints = Breakpoints(events, break_at)
         self._breaking = bool(self.breakpoints)  # checked on every call: an attribute, not __bool__
+        # What-if edits (_overrides): steps served with the user's value in place of the recorded one.
+        self.overrides = Overrides(overrides, events) if overrides else None
         self.require_all_steps = require_all_steps
         self.outcome: Outcome | None = None
         # Call ids with branch scopes came with schema 3; a run recorded before is replayed
@@ -129,6 +135,8 @@ class ReplayingRun(Run):
             self.outcome = Outcome.DIVERGED  # a boundary refused for want of a run (NoRunInContextError)
             return
         recorded = self.events.run.error
+        # An edited step may change how the run ends: it no longer has to end as recorded.
+        edited = self.overrides is not None and self.overrides.used
         if isinstance(exc, ReplayDivergenceError):
             if self.events.run.status == sc.RUN_STATUS_CRASHED and exc.recorded is None:
                 self.outcome = Outcome.REPRODUCED  # the code reached the point where the recorded process died
@@ -140,7 +148,7 @@ class ReplayingRun(Run):
                 self.outcome = Outcome.REPRODUCED
                 return
             self.outcome = Outcome.FAILED
-            if isinstance(exc, Exception):
+            if isinstance(exc, Exception) and not edited:
                 attempted = f"failed with {type(exc).__qualname__}: {exc}"
                 recorded_side = f"failed with {recorded}" if recorded else "did not fail"
                 raise OutcomeChangedError(
@@ -161,7 +169,9 @@ class ReplayingRun(Run):
             except ReplayDivergenceError:
                 self.outcome = Outcome.DIVERGED
                 raise
-        if recorded is not None and self.events.run.status == sc.RUN_STATUS_ERROR:
+        if self.overrides is not None:
+            self.overrides.warn_unused()
+        if recorded is not None and self.events.run.status == sc.RUN_STATUS_ERROR and not edited:
             self.outcome = Outcome.DIVERGED
             raise OutcomeChangedError(
                 f"Replay of run {self.run_id} completed, but the recorded run failed with {recorded}; every "
@@ -211,12 +221,16 @@ class ReplayingRun(Run):
         attributes: dict[str, Any] | None,
     ) -> Any:
         scope, key, call_id, seq = self._next_call(kind, key)
-        event = self._take(scope.call_id, call_id, kind, key, seq, self._encoded_input(kind, key, input, call_id))
+        data = self._encoded_input(kind, key, input, call_id)
+        if self.overrides is not None and call_id in self.overrides:
+            served = self.take_override(scope.call_id, call_id, kind, key, seq, data)
+            return served.result_async(decode) if is_async or served.event.awaited else served.result(decode)
+        event = self._take(scope.call_id, call_id, kind, key, seq, data)
         if event.effect:
             served_effect(self.engine, event)
         if is_async or event.awaited:
-            return _served_async(event, decode)
-        return _served(event, decode)
+            return serve_recorded_async(event, decode)
+        return serve_recorded(event, decode)
 
     def begin(
         self,
@@ -235,10 +249,24 @@ class ReplayingRun(Run):
         """
         scope, key, call_id, seq = self._next_call(kind, key)
         data = self._encoded_input(kind, key, input, call_id, input_json)
-        event = self._take(scope.call_id, call_id, kind, key, seq, data)
-        if event.effect:
-            served_effect(self.engine, event)
+        if self.overrides is not None and call_id in self.overrides:
+            served = self.take_override(scope.call_id, call_id, kind, key, seq, data)
+            if served.error is not None:
+                raise served.error  # the exception given in place of the step's outcome
+            event = served.event
+        else:
+            event = self._take(scope.call_id, call_id, kind, key, seq, data)
+            if event.effect:
+                served_effect(self.engine, event)
         return Call(self, kind, key, call_id, seq, Scope(self, call_id, None), recorded=event)
+
+    def take_override(self, scope_id: str, call_id: str, kind: str, key: str, seq: int, data: bytes) -> Served:
+        """An overridden step: its recorded input must still match; a call the recording lacks has none."""
+        assert self.overrides is not None
+        recorded = (
+            None if call_id in self.overrides.added else self.engine.take(scope_id, call_id, kind, key, seq, data)
+        )
+        return self.overrides.serve(recorded, call_id, kind, key, seq, data)
 
     def _take(self, scope_id: str, call_id: str, kind: str, key: str, seq: int, data: bytes) -> Event:
         """The engine's ``take``, stopping in the debugger where ``break_at`` asked."""
@@ -305,7 +333,7 @@ def _masking_mismatch(run_id: str, recorded: str, current: str) -> str:
     )
 
 
-def _served(event: Event, decode: Decoder | None) -> Any:
+def serve_recorded(event: Event, decode: Decoder | None) -> Any:
     if event.error is not None:
         raise rebuild_error(event.error)
     output = event.output_json
@@ -318,14 +346,14 @@ def _served(event: Event, decode: Decoder | None) -> Any:
     return decode(value)
 
 
-async def _served_async(event: Event, decode: Decoder | None) -> Any:
+async def serve_recorded_async(event: Event, decode: Decoder | None) -> Any:
     error = event.error
     if error is not None and error.type_name == "CancelledError" and error.module.startswith("asyncio"):
         # The call was cancelled while it ran (a sibling in asyncio.gather failed, the run
         # ended). Raising at once would fail first and change the order of events; it is
         # cancelled again only when the replayed code cancels it.
         await asyncio.get_running_loop().create_future()
-    return _served(event, decode)
+    return serve_recorded(event, decode)
 
 
 def _same_error(
@@ -345,7 +373,7 @@ def _same_error(
 
 
 class JoinedReplay(Run):
-    """``record()`` called while a replay is open: the code's own run joins the replay.
+    """``record()`` called while a replay (or a fork) is open: the code's own run joins it.
 
     The same agent code runs in record and replay; code that opens its run itself
     (``with spanreplay.record(...)``) must not run the real work when it is called
@@ -354,7 +382,7 @@ class JoinedReplay(Run):
 
     mode = Mode.REPLAY
 
-    def __init__(self, replaying: ReplayingRun) -> None:
+    def __init__(self, replaying: Run) -> None:
         super().__init__(replaying.run_id, replaying.agent)
         self.replaying = replaying
         self._joined: list[tuple[Token[Run | None], Token[Scope | None]]] = []

@@ -10,13 +10,14 @@ from __future__ import annotations
 import logging
 import os
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from ._breakpoints import BreakAt
 from ._calls import Call
 from ._effects import effect_attributes
 from ._events import EventLog
+from ._fork import ForkingRun, fork
 from ._guard import DirectCallGuard
 from ._recording import RecordingRun, new_run_id
 from ._replaying import JoinedReplay, ReplayingRun
@@ -37,6 +38,7 @@ T = TypeVar("T")
 
 __all__ = [
     "Call",
+    "ForkingRun",
     "Mode",
     "Outcome",
     "RecordingRun",
@@ -44,6 +46,7 @@ __all__ = [
     "Run",
     "boundary",
     "current_run",
+    "fork",
     "new_run_id",
     "record",
     "replay",
@@ -55,7 +58,7 @@ __all__ = [
 def record(agent: str = "agent", run_id: str | None = None) -> Run:
     """Start recording a run: ``with spanreplay.record(agent="support") as run: ...``.
 
-    Inside an open replay, the run joins that replay instead (the block gets the
+    Inside an open replay (or fork), the run joins it instead (the block gets the
     replaying run), so the same code serves both modes.
 
     Args:
@@ -64,7 +67,7 @@ def record(agent: str = "agent", run_id: str | None = None) -> Run:
         run_id: the run id; by default ``run_YYYYMMDD_HHMMSS_xxxxxxxx`` (UTC).
     """
     open_run = joinable_run()
-    if isinstance(open_run, ReplayingRun):
+    if isinstance(open_run, (ReplayingRun, ForkingRun)):
         return JoinedReplay(open_run)
     return RecordingRun(agent, run_id)
 
@@ -78,6 +81,7 @@ def replay(
     strict: bool | None = None,
     break_at: BreakAt = None,
     guard: bool = False,
+    overrides: Mapping[int | str, Any] | None = None,
 ) -> ReplayingRun:
     """Replay a recorded run: ``with spanreplay.replay("traces/", run_id) as run: ...``.
 
@@ -97,6 +101,13 @@ def replay(
         guard: warn (``DeterminismWarning``, once per file and line) when code in the
             run reads the clock or the random module directly instead of through
             spanreplay; see docs/testing.md, "Runtime guard".
+        overrides: what-if edits: ``{seq or call id: value}``. A value is served in place of
+            the step's recorded output, an exception instance is raised in its place; a model
+            call's value is the response as the Messages API returns it (a dict or an SDK
+            ``Message``). A call id the recording does not have names a call the edited run
+            makes; it is served without an input to compare. Values are served as given,
+            not masked. Once the code no longer matches the recording, the replay diverges;
+            the run may end differently from the recording once an override was served.
     """
     if strict is not None:
         warnings.warn(
@@ -106,13 +117,14 @@ def replay(
         )
         require_all_steps = strict
     if isinstance(source, EventLog):
-        run = ReplayingRun(source, ignore_paths=ignore_paths, require_all_steps=require_all_steps, break_at=break_at)
+        log = source
     else:
         from ._loader import load
 
-        run = ReplayingRun(
-            load(source, run_id), ignore_paths=ignore_paths, require_all_steps=require_all_steps, break_at=break_at
-        )
+        log = load(source, run_id)
+    run = ReplayingRun(
+        log, ignore_paths=ignore_paths, require_all_steps=require_all_steps, break_at=break_at, overrides=overrides
+    )
     if guard:
         run.guard = DirectCallGuard(run.run_id)
     return run

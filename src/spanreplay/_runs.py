@@ -228,6 +228,9 @@ class Run:
     """
 
     mode: Mode
+    # Whether boundaries hand over their decoders: the run serves recorded outputs (a
+    # replay, a fork before it goes live), which come back with the types they had.
+    serves_recorded: bool = False
     # Tasks and threads started in the run get branch scopes of their own (see _branches);
     # False only when replaying a run recorded before branches existed.
     branches: bool = True

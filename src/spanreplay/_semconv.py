@@ -21,6 +21,8 @@ RUN_ID: Final = "spanreplay.run.id"
 RUN_STATUS: Final = "spanreplay.run.status"
 RUN_ERROR: Final = "spanreplay.run.error"
 RUN_FORKED_FROM: Final = "spanreplay.run.forked_from"
+# A fork's first step that ran live (its seq, equal to the parent run's up to there).
+RUN_FORKED_AT: Final = "spanreplay.run.forked_at"
 # How many boundaries the run started, written when it ends: lets readers spot lost spans.
 # How the run's payloads were masked ("off", "placeholders", "keyed:{key id}").
 RUN_MASKING: Final = "spanreplay.run.masking"
@@ -35,6 +37,8 @@ RUN_STATUS_CRASHED: Final = "crashed"
 
 # --- boundary spans --------------------------------------------------------------
 SEQ: Final = "spanreplay.seq"
+# On a fork's step served from the run it forked from (not run live): that run's id.
+SERVED_FROM: Final = "spanreplay.served_from"
 CALL_ID: Final = "spanreplay.call_id"
 KIND: Final = "spanreplay.kind"
 KEY: Final = "spanreplay.key"

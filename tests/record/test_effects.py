@@ -456,3 +456,32 @@ def test_refuse_live_effect_refuses_an_unfinished_effect_unless_allowed() -> Non
     refuse_live_effect(None, run_id="r")
     plain = spanreplay.Event(run_id="r", seq=1, call_id="tool:x#0", kind="tool", key="x", input_json=b"{}")
     refuse_live_effect(plain, run_id="r")
+
+
+@pytest.mark.slow
+def test_a_fork_refuses_to_go_live_at_an_unfinished_effect_unless_effects_are_allowed(
+    tmp_path: Path, payer: ModuleType
+) -> None:
+    trace_dir = tmp_path / "traces"
+    run_id = "run_20260101_000000_f04c0e11"
+    _record_and_kill(tmp_path, trace_dir, run_id)
+    spanreplay.configure(trace_dir=tmp_path / "forks", tracer_provider=TracerProvider(), raise_internal_errors=True)
+    try:
+        # at=None: the fork serves the quote and the checkpoint, then would charge live.
+        with (
+            pytest.raises(spanreplay.LiveEffectRefusedError, match="tool 'charge'"),
+            spanreplay.fork(trace_dir, run_id),
+        ):
+            payer.main()
+        assert payer.CHARGES == []
+        # A fork point after the charge cannot serve it (no outcome was recorded): it fails closed.
+        with pytest.raises(spanreplay.UnfinishedEffectError), spanreplay.fork(trace_dir, run_id, at=4):
+            payer.main()
+        assert payer.CHARGES == []
+        # Allowed: the charge runs live in the new run, which names its parent.
+        with spanreplay.fork(trace_dir, run_id, allow_effects=True) as forked:
+            assert payer.main()["charged"] == 4200
+        assert payer.CHARGES == ["A-17"]
+        assert (forked.forked_at, spanreplay.load(tmp_path / "forks", forked.run_id).run.forked_from) == (3, run_id)
+    finally:
+        spanreplay.reset()

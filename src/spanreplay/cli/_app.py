@@ -27,6 +27,7 @@ from ._demo import demo_command
 from ._diff import diff_command
 from ._export import export_command
 from ._export_test import export_test_command
+from ._fork import fork_command
 from ._lint import lint_command
 from ._prune import prune_command
 from ._push import push_command
@@ -101,6 +102,7 @@ def cli(ctx: click.Context, debug: bool) -> None:
     spanreplay show traces/ RUN                   one run, step by step
     spanreplay replay traces/ RUN --entry m:main  run the agent code against the recording
     spanreplay export-test traces/ RUN --entry m:main   the run as a pytest regression test
+    spanreplay fork traces/ RUN --at 6 --entry m:main  serve steps 1-5, run the rest live as a new run
     spanreplay cost traces/ --by month            tokens and USD per agent, the runs that burned too much
     spanreplay push traces/ --endpoint URL        send the runs to a Collector, Jaeger, Tempo (OTLP)
     spanreplay report traces/ RUN -o run.html     one run as a page: timeline, cost per step, payloads
@@ -110,6 +112,7 @@ def cli(ctx: click.Context, debug: bool) -> None:
     Exit codes: 0 ok, 2 bad input (an unreadable source, an unknown run, a bad
     option), 4 a bug in spanreplay itself; replay adds 1 (failure reproduced)
     and 3 (divergence), see spanreplay replay --help; diff adds 1 (the runs differ).
+    and 3 (divergence), see spanreplay replay --help and spanreplay fork --help.
     """
     ctx.ensure_object(CliState).debug = debug
 
@@ -117,6 +120,7 @@ def cli(ctx: click.Context, debug: bool) -> None:
 cli.add_command(runs_command)
 cli.add_command(show_command)
 cli.add_command(replay_command)
+cli.add_command(fork_command)
 cli.add_command(demo_command)
 cli.add_command(export_command)
 cli.add_command(prune_command)

@@ -33,6 +33,7 @@ from ._common import (
     error_console,
     preview,
 )
+from ._overrides import override_options, parse_overrides
 
 _EPILOG = f"""\b
 Exit codes:
@@ -73,22 +74,28 @@ Exit codes:
     help="Stop in the debugger (pdb, or the PYTHONBREAKPOINT hook) just before step SEQ is served, with "
     "`step` in scope; 'divergence' stops where the code first stops matching. Repeatable.",
 )
+@override_options
 def replay_command(
     source: str,
     run_id: str | None,
     entry: str,
     ignore_paths: Sequence[str],
     break_at: list[int | Literal["divergence"]],
+    sets: Sequence[str],
+    raises: Sequence[str],
 ) -> None:
     """Replay run RUN from SOURCE: call the entry function while every boundary is
     served from the recording. No tool, model, clock or random source is really called.
 
-    RUN may be left out when SOURCE holds a single run.
+    RUN may be left out when SOURCE holds a single run. --set and --raise edit what
+    a step answered (what if the tool had returned this?); the replay then runs on
+    to the end or to the first call that no longer matches the recording.
     """
     # The directory stays on sys.path for the whole replay: the agent may import lazily.
     with cwd_on_path():
         function = load_entry(entry)
-        replaying = replay(source, run_id, ignore_paths=ignore_paths, break_at=break_at)
+        overrides = parse_overrides(sets, raises)
+        replaying = replay(source, run_id, ignore_paths=ignore_paths, break_at=break_at, overrides=overrides or None)
         _script_errors.register()
         _script_errors.module = sys.modules.get(entry.partition(":")[0])
         run_info = replaying.events.run
@@ -188,8 +195,10 @@ def run_entry(replaying: ReplayingRun, function: Callable[[], Any]) -> int:
         raise
     except BaseException as exc:  # the agent's own failure: is it the recorded one?
         if replaying.outcome != "reproduced":
+            # "failed": an edited step made the run fail its own way, every step served matched.
+            label = "failed: " if replaying.outcome == "failed" else "diverged: "
             error_console().print(
-                Text.assemble(("diverged: ", "bold red"), f"the replay ended with {type(exc).__qualname__}: {exc}"),
+                Text.assemble((label, "bold red"), f"the replay ended with {type(exc).__qualname__}: {exc}"),
                 soft_wrap=True,
             )
             return EXIT_DIVERGED
@@ -205,11 +214,16 @@ def run_entry(replaying: ReplayingRun, function: Callable[[], Any]) -> int:
             soft_wrap=True,
         )
         return EXIT_DIVERGED
+    edits = replaying.overrides
+    matched = (
+        f"the edited replay ran to the end ({len(edits.served)} step(s) edited)"
+        if edits is not None and edits.used
+        else "the replay matched the recording"
+    )
     out.print(
         Text.assemble(
             ("completed: ", "bold green"),
-            f"the replay matched the recording; {replaying.engine.served} of {len(log)} recorded steps served, "
-            "no real call made.",
+            f"{matched}; {replaying.engine.served} of {len(log)} recorded steps served, no real call made.",
         )
     )
     if result is not None:

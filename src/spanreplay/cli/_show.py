@@ -104,6 +104,7 @@ def run_dict(run: RunInfo) -> dict[str, Any]:
         "duration_s": _duration(run.start_ns, run.end_ns),
         "steps": run.steps,
         "forked_from": run.forked_from,
+        "forked_at": run.forked_at,
     }
 
 
@@ -152,7 +153,8 @@ def _print_run(log: EventLog) -> None:
     header.add_row("started", format_time(run.started))
     header.add_row("duration", format_duration(_duration(run.start_ns, run.end_ns)))
     if run.forked_from:
-        header.add_row("forked from", Text(printable(run.forked_from)))
+        at = f", live from seq {run.forked_at}" if run.forked_at is not None else ", every step served"
+        header.add_row("forked from", Text(printable(run.forked_from) + at))
     out.print(header)
     out.print()
     if not len(log):

@@ -9,14 +9,12 @@ from typing import Any, TypeVar, overload
 
 from .. import _semconv as sc
 from .._effects import EFFECT_ATTRIBUTES
-from .._run import Mode, run_for_boundary
+from .._run import run_for_boundary
 from .._typed_hints import ReturnDecoder
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 __all__ = ["tool"]
-
-_REPLAY = Mode.REPLAY
 
 # Parameters that identify the receiver, not the call: left out of the input.
 _RECEIVERS = frozenset({"self", "cls"})
@@ -107,7 +105,7 @@ def tool(fn: F | None = None, /, *, name: str | None = None, effect: bool = Fals
                 if run is None:
                     return await func(*args, **kwargs)
                 call = functools.partial(func, *args, **kwargs)
-                decode = (resolved[0] if resolved else decoder()) if run.mode is _REPLAY else None
+                decode = (resolved[0] if resolved else decoder()) if run.serves_recorded else None
                 return await run.call_boundary(sc.KIND_TOOL, key, bind(args, kwargs), call, True, decode, attributes)
 
             return async_wrapper  # type: ignore[return-value]
@@ -118,7 +116,7 @@ def tool(fn: F | None = None, /, *, name: str | None = None, effect: bool = Fals
             if run is None:
                 return func(*args, **kwargs)
             call = functools.partial(func, *args, **kwargs)
-            decode = (resolved[0] if resolved else decoder()) if run.mode is _REPLAY else None
+            decode = (resolved[0] if resolved else decoder()) if run.serves_recorded else None
             return run.call_boundary(sc.KIND_TOOL, key, bind(args, kwargs), call, False, decode, attributes)
 
         return wrapper  # type: ignore[return-value]

@@ -29,6 +29,7 @@ from wrapt import wrap_function_wrapper
 from ..._environment import environment
 from ..._error_records import register_error_rebuilder
 from ..._run import current_run
+from . import _overrides as _overrides  # registers how a model call's override is served
 from . import _wrappers
 from ._errors import rebuild_anthropic_error
 from ._prices import DEFAULT_PRICES, ModelPrice, cost_usd, prices, set_prices

@@ -5,10 +5,13 @@ first time a boundary finds no run (so a program that opens its own runs with
 ``spanreplay.record()`` gets no empty extra run) and ended at interpreter exit
 with the program's outcome. ``SPANREPLAY_MODE=replay`` replays
 ``SPANREPLAY_RUN_ID`` from ``SPANREPLAY_SOURCE`` the same way, and prints how the
-replay ended. ``SPANREPLAY_TRACE_DIR`` picks the trace directory,
-``SPANREPLAY_AGENT`` the agent name (default: ``OTEL_SERVICE_NAME``, else the
-script's name). ``SPANREPLAY_RUN_SCOPE=trace`` makes each trace the application
-starts a run of its own instead (``_trace_scope``).
+replay ended. ``SPANREPLAY_MODE=fork`` forks that run (``SPANREPLAY_FORK_AT``)
+into a new recorded run, as ``spanreplay fork ... -- COMMAND`` does;
+``SPANREPLAY_OVERRIDES`` names a file of what-if edits for a replay or a fork.
+``SPANREPLAY_TRACE_DIR`` picks the trace directory, ``SPANREPLAY_AGENT`` the
+agent name (default: ``OTEL_SERVICE_NAME``, else the script's name).
+``SPANREPLAY_RUN_SCOPE=trace`` makes each trace the application starts a run of
+its own instead (``_trace_scope``).
 
 A recorded run that ends says so in one line on stderr, with where its trace
 is; a failed one's alert names the command that replays it: this program's
@@ -32,7 +35,8 @@ from opentelemetry.sdk.trace import TracerProvider
 from ..._alerts import Launch, launched_run
 from ..._config import configure
 from ..._environment import environment
-from ..._run import RecordingRun, ReplayingRun, Run, set_process_run_factory
+from ..._overrides import overrides_from_file
+from ..._run import ForkingRun, RecordingRun, ReplayingRun, Run, set_process_run_factory
 from ...errors import ConfigurationError, SpanReplayError
 from ._trace_scope import RootSpanEnd, TraceRuns, end_run
 
@@ -84,9 +88,16 @@ def start_from_environment() -> None:
         _install(recording_run, scope, replaying=False)
     elif mode == "replay":
         _install(_replaying_run, scope, replaying=True)
+    elif mode == "fork" and scope != "process":
+        error = ConfigurationError(
+            "SPANREPLAY_MODE=fork forks one run into one new run: leave SPANREPLAY_RUN_SCOPE unset (or 'process')."
+        )
+    elif mode == "fork":
+        configure()
+        _install(_forking_run, scope, replaying=False)
     else:
         error = ConfigurationError(
-            f"SPANREPLAY_MODE={mode!r} is not a mode; set it to 'record' or 'replay' (or unset it to run live)."
+            f"SPANREPLAY_MODE={mode!r} is not a mode; set it to 'record', 'replay' or 'fork' (or unset it to run live)."
         )
     if error is not None:
         # A replay that silently ran live would reach the network: refuse every call instead.
@@ -130,7 +141,31 @@ def _replaying_run() -> ReplayingRun:
             "SPANREPLAY_MODE=replay needs SPANREPLAY_SOURCE, the trace file or directory to replay "
             "(and SPANREPLAY_RUN_ID when it holds more than one run)."
         )
-    return ReplayingRun(load(source, env.run_id))
+    overrides = overrides_from_file(env.overrides) if env.overrides else None
+    return ReplayingRun(load(source, env.run_id), overrides=overrides)
+
+
+def _forking_run() -> ForkingRun:
+    """``SPANREPLAY_MODE=fork``: what ``spanreplay fork SOURCE RUN -- COMMAND`` starts the command in."""
+    from ..._loader import load
+
+    env = environment()
+    if not env.source:
+        raise ConfigurationError(
+            "SPANREPLAY_MODE=fork needs SPANREPLAY_SOURCE, the trace file or directory of the run to fork "
+            "(and SPANREPLAY_RUN_ID when it holds more than one run)."
+        )
+    at = env.fork_at
+    if at and (not at.isdecimal() or len(at) > 18):
+        raise ConfigurationError(f"SPANREPLAY_FORK_AT is {at!r}, not a seq; give the seq of a step (1, 2, ...).")
+    overrides = overrides_from_file(env.overrides) if env.overrides else None
+    return ForkingRun(
+        load(env.source, env.run_id),
+        at=int(at) if at else None,
+        overrides=overrides,
+        agent=env.agent,
+        allow_effects=env.allow_effects,
+    )
 
 
 def _factory(make: Any) -> Any:
