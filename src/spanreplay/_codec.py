@@ -73,11 +73,15 @@ def span_to_event(span: SpanRecord) -> Event:
             found_size=0,
             source=span.origin,
         )
-    # What masking changed (spanreplay.input.masked, ...) stays beside the span's own attributes.
+    # What masking changed (spanreplay.input.masked, ...) and the input's checks stay beside
+    # the span's own attributes.
     extra = {
         k: v
         for k, v in attrs.items()
-        if not k.startswith("spanreplay.") or k.endswith(sc.MASKED_SUFFIX) or k in INPUT_REF_ATTRIBUTES
+        if not k.startswith("spanreplay.")
+        or k.endswith(sc.MASKED_SUFFIX)
+        or k in INPUT_REF_ATTRIBUTES
+        or k == sc.INPUT_CHECKS
     }
     return Event(
         run_id=run_id,
@@ -141,4 +145,5 @@ def span_to_run(span: SpanRecord) -> RunInfo:
         steps=int(steps) if isinstance(steps, (int, str)) and str(steps).isdecimal() and len(str(steps)) < 19 else None,
         forked_from=attrs.get(sc.RUN_FORKED_FROM),
         masking=str(attrs[sc.RUN_MASKING]) if sc.RUN_MASKING in attrs else None,
+        origin=span.origin,
     )

@@ -95,6 +95,9 @@ class RunInfo:
     steps: int | None = None
     forked_from: str | None = None
     masking: str | None = None
+    # Where the run span was read from ("{file}:{line}" from a trace file): replay looks
+    # for the run's salt beside that file. Not part of the run's identity.
+    origin: str = field(default="", compare=False)
 
     @property
     def started(self) -> datetime | None:

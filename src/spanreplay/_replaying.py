@@ -17,6 +17,7 @@ from ._calls import Call
 from ._config import masker
 from ._error_records import error_record, rebuild_error
 from ._events import ErrorInfo, Event, EventLog
+from ._masked_checks import ReplayChecks
 from ._payloads import encode_input
 from ._replay import ReplayEngine
 from ._runs import (
@@ -76,6 +77,8 @@ class ReplayingRun(Run):
             assert recorded is not None
             raise ConfigurationError(_masking_mismatch(events.run_id, recorded, current.fingerprint))
         self._masking: MaskingSession | None = matching.session() if matching.enabled else None
+        # Masked without a key: masked values compared exactly through the run's salt.
+        self._checks = ReplayChecks.for_replay(events, matching, tuple(ignore_paths))
         # Keys and exception class names were recorded masked where a detector fired:
         # the current ones are masked the same way before they are looked up or compared.
         self._names = NameMasker(matching)
@@ -185,6 +188,8 @@ class ReplayingRun(Run):
     ) -> Any:
         scope, key, call_id, seq = self._next_call(kind, key)
         event = self.engine.take(scope.call_id, call_id, kind, key, seq, self._encoded_input(kind, key, input, call_id))
+        if self._checks is not None:
+            self._checks.verify(self.engine, event, kind, key, input)
         if is_async or event.awaited:
             return _served_async(event, decode)
         return _served(event, decode)
@@ -207,6 +212,8 @@ class ReplayingRun(Run):
         scope, key, call_id, seq = self._next_call(kind, key)
         data = self._encoded_input(kind, key, input, call_id, input_json)
         event = self.engine.take(scope.call_id, call_id, kind, key, seq, data)
+        if self._checks is not None:
+            self._checks.verify(self.engine, event, kind, key, input)
         return Call(self, kind, key, call_id, seq, Scope(self, call_id, None), recorded=event)
 
     def _encoded_input(self, kind: str, key: str, input: Any, call_id: str, encoded: bytes | None = None) -> bytes:

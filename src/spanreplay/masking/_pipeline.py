@@ -24,6 +24,7 @@ masked once, not once per turn.
 
 from __future__ import annotations
 
+import copy
 import re
 import threading
 from collections.abc import Callable, Sequence
@@ -168,6 +169,20 @@ class Masker:
                     self._legacy = legacy
                 return self._legacy
         return None
+
+    def salted(self, salt: bytes) -> Masker:
+        """A twin that finds what this masker finds and writes tokens keyed by ``salt``.
+
+        It shares this masker's rules, detectors and gates (nothing is compiled again);
+        only its pseudonyms and their memory are its own. Its masked payloads are never
+        recorded: the exact checks of a run masked without a key are read from them
+        (see ``_place_checks``).
+        """
+        twin = copy.copy(self)
+        twin._pseudonyms = Pseudonyms(salt, token_hex=TOKEN_HEX)
+        twin._scanner = self._scanner.with_pseudonyms(twin._pseudonyms)
+        twin._legacy = None
+        return twin
 
     def session(self) -> MaskingSession:
         """A session that remembers what it masked: one per run."""
