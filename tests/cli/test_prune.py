@@ -14,6 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import spanreplay
+from spanreplay._salts import SALT_DIR
 from spanreplay.cli import _prune, cli
 from spanreplay.cli._prune import run_date
 
@@ -41,7 +42,12 @@ def _record(trace_dir: Path, days_ago: float, outcome: str, run_id: str | None =
 
 
 def _files(trace_dir: Path) -> set[str]:
-    return {p.name.removesuffix(".jsonl") for p in trace_dir.iterdir()}
+    # Not the hidden directory of the runs' salts, which the readers skip too.
+    return {p.name.removesuffix(".jsonl") for p in trace_dir.iterdir() if not p.name.startswith(".")}
+
+
+def _salts(trace_dir: Path) -> set[str]:
+    return {p.name.removesuffix(".salt") for p in (trace_dir / SALT_DIR).glob("*.salt")}
 
 
 @pytest.mark.usefixtures("edge_date_now")
@@ -61,6 +67,9 @@ def test_prune_removes_exactly_the_run_files_past_their_retention(trace_dir: Pat
     assert {words[1]: words[2] for words in removed} == {drop[0]: "ok", drop[1]: "error", drop[2]: "crashed"}
     assert all(str(trace_dir) in " ".join(words) for words in removed)  # each line names the file it deleted
     assert "Removed 3 run(s) (1 ok older than 7d, 2 failed or crashed older than 90d); kept 4." in result.output
+    # Each run's salt goes with it, and only with it.
+    assert _salts(trace_dir) == set(keep)
+    assert all(f"deleted the salt of run {run_id}" in result.output for run_id in drop)
 
 
 @pytest.mark.usefixtures("edge_date_now")
@@ -71,7 +80,9 @@ def test_a_dry_run_prints_the_same_runs_and_removes_nothing(trace_dir: Path) -> 
     assert dry.exit_code == 0, dry.output
     assert [line.split()[2] for line in dry.output.splitlines() if line.startswith("would remove ")] == [old]
     assert "Would remove 1 run(s)" in dry.output
+    assert f"would delete the salt of run {old}" in dry.output
     assert _files(trace_dir) == {old, young}
+    assert _salts(trace_dir) == {old, young}
 
 
 def test_a_duration_past_any_date_is_refused() -> None:

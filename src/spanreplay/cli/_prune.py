@@ -24,6 +24,7 @@ import orjson
 
 from .. import _semconv as sc
 from .._loader import runs as read_runs
+from .._salts import salt_path
 from ..errors import TraceFormatError
 from ..readers import expand, read_file
 from ._common import BadInput, console, printable, warn
@@ -151,6 +152,10 @@ class _FilesPruned:
     left: int = 0
     seen: set[str] = field(default_factory=set)
     removed: set[str] = field(default_factory=set)
+    # The directories each expired run's spans were found in (its salt file is kept there),
+    # and the runs some file of which was left as it was.
+    places: dict[str, set[Path]] = field(default_factory=dict)
+    kept_runs: set[str] = field(default_factory=set)
 
     @property
     def kept(self) -> int:
@@ -191,8 +196,27 @@ def _prune_files(source: str, policy: Policy, dry_run: bool) -> _FilesPruned:
                 assert when is not None
                 expired[run.run_id] = _Removal(run.run_id, run.status, when, name)
         if expired:
+            for run_id in expired:
+                pruned.places.setdefault(run_id, set()).add(Path(name).parent)
             _prune_file(name, stem, expired, dry_run, pruned)
+    _prune_salts(pruned, dry_run)
     return pruned
+
+
+def _prune_salts(pruned: _FilesPruned, dry_run: bool) -> None:
+    """Remove the salt file of each run removed whole: it checks nothing once the run is gone."""
+    for run_id in sorted(pruned.removed - pruned.kept_runs):
+        for directory in sorted(pruned.places.get(run_id, ())):
+            path = salt_path(directory, run_id)
+            if not path.is_file():
+                continue
+            if not dry_run:
+                try:
+                    path.unlink()
+                except OSError as exc:
+                    warn(f"kept {path}, the salt of removed run {run_id}: {exc.strerror}.")
+                    continue
+            pruned.notes.append(f"{'would delete' if dry_run else 'deleted'} the salt of run {run_id} ({path})")
 
 
 def _prune_file(name: str, stem: str, expired: dict[str, _Removal], dry_run: bool, pruned: _FilesPruned) -> None:
@@ -275,6 +299,7 @@ def _delete_or_leave(
 
 def _leave(name: str, expired: dict[str, _Removal], why: str, pruned: _FilesPruned) -> None:
     pruned.left += 1
+    pruned.kept_runs.update(expired)
     runs = ", ".join(sorted(expired))
     warn(f"kept {name}, which holds expired run(s) {runs}: {why}.")
 
