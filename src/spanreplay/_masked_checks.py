@@ -12,6 +12,7 @@ and the replay warns once.
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -22,7 +23,7 @@ from ._events import Event, EventLog
 from ._replay import ReplayEngine
 from ._salts import create_salt, read_salt, salt_beside
 from .errors import InputChangedError
-from .masking import Masker
+from .masking import Masker, MaskingSession
 from .masking._place_checks import changed_place, checks_of, path_segments, places
 from .readers._base import warn
 
@@ -30,33 +31,54 @@ __all__ = ["InputChecks", "ReplayChecks"]
 
 
 class InputChecks:
-    """The recording side: the run's salt, and the checks of each masked input."""
+    """The recording side: the run's salt, and the checks of each masked input.
 
-    __slots__ = ("_salt", "_session")
+    The salt file is written when the first input is masked: a run that masks no
+    input has nothing to check, and no salt.
+    """
 
-    def __init__(self, masker: Masker, salt: bytes) -> None:
-        self._salt = salt
-        self._session = masker.salted(salt).session()
+    __slots__ = ("_lock", "_masker", "_run_id", "_salt", "_session", "_trace_dir")
+
+    def __init__(self, masker: Masker, trace_dir: Path, run_id: str) -> None:
+        self._masker = masker
+        self._trace_dir = trace_dir
+        self._run_id = run_id
+        self._salt: bytes | None = None
+        self._session: MaskingSession | None = None
+        self._lock = threading.Lock()
 
     def __repr__(self) -> str:  # never shows the salt
-        return "<InputChecks>"
+        return f"<InputChecks run={self._run_id}>"
 
     @classmethod
-    def start(cls, masker: Masker | None, trace_dir: Any, run_id: str) -> InputChecks | None:
+    def start(cls, masker: Masker | None, trace_dir: Path | None, run_id: str) -> InputChecks | None:
         """Checks for a run masked without a key whose trace file is written to ``trace_dir``;
         None otherwise (a key keeps equality itself; without a trace file the salt would
         have nowhere to be kept)."""
         if masker is None or not masker.enabled or masker.keyed or trace_dir is None:
             return None
-        return cls(masker, create_salt(trace_dir, run_id))
+        return cls(masker, trace_dir, run_id)
 
     def attribute(self, kind: str, key: str, call_id: str, value: Any) -> str | None:
-        """``spanreplay.input.checks`` for the input ``value`` (unmasked); None when no
-        place of it has a check."""
-        found = places(self._session, kind, key, value)
+        """``spanreplay.input.checks`` for the input ``value`` (unmasked), which masking
+        changed; None when no place of it has a check.
+
+        Raises:
+            OSError: the salt file could not be written.
+        """
+        salt, session = self._salted()
+        found = places(session, kind, key, value)
         if not found:
             return None
-        return orjson.dumps(checks_of(self._salt, call_id, found)).decode()
+        return orjson.dumps(checks_of(salt, call_id, found)).decode()
+
+    def _salted(self) -> tuple[bytes, MaskingSession]:
+        with self._lock:
+            if self._salt is None or self._session is None:
+                salt = create_salt(self._trace_dir, self._run_id)
+                self._session = self._masker.salted(salt).session()
+                self._salt = salt
+            return self._salt, self._session
 
 
 class ReplayChecks:

@@ -8,7 +8,6 @@ import re
 import secrets
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
-from pathlib import Path
 from types import TracebackType
 from typing import Any, Final, TypeVar
 
@@ -36,7 +35,7 @@ from ._runs import (
 from .errors import (
     ConfigurationError,
 )
-from .masking import Masker, MaskingSession
+from .masking import MaskingSession
 from .masking._names import NameMasker, masked_keys
 
 logger = logging.getLogger("spanreplay")
@@ -116,7 +115,7 @@ class RecordingRun(Run):
             self._tracer = config.tracer
             if config.masker is not None and config.masker.enabled:
                 self._masking = config.masker.session()
-                self._start_checks(config.masker, config.trace_dir)
+                self._checks = InputChecks.start(config.masker, config.trace_dir, self.run_id)
             attributes: dict[str, Any] = {
                 sc.RUN_ID: self.run_id,
                 sc.RUN_STATUS: sc.RUN_STATUS_RUNNING,
@@ -171,13 +170,6 @@ class RecordingRun(Run):
                 run_failed(self.run_id, self.agent, exc, tb, error_type=self._names(type(exc).__qualname__))
             except Exception:
                 self.internal_failure("log the failure alert")
-
-    def _start_checks(self, masker: Masker, trace_dir: Path | None) -> None:
-        try:
-            self._checks = InputChecks.start(masker, trace_dir, self.run_id)
-        except Exception:
-            # Recorded on without exact checks: replay compares masked values by kind.
-            self.internal_failure("write the run's salt file")
 
     def internal_failure(self, what: str) -> None:
         """Report a failure of spanreplay's own: raised when strict, else logged once per run."""
@@ -304,6 +296,15 @@ class RecordingRun(Run):
         assert self._checks is not None
         try:
             checks = self._checks.attribute(kind, key, call_id, value)
+        except OSError:
+            if self._strict:
+                raise
+            # Recorded on without exact checks: replay compares masked values by kind and says
+            # so. Said quietly here: a trace dir that cannot hold the salt cannot hold the trace
+            # file either, and the file processor reports that once.
+            logger.debug("spanreplay could not write the salt of run %s", self.run_id, exc_info=True)
+            self._checks = None
+            return
         except Exception:
             attributes[sc.INPUT_CHECKS] = sc.INPUT_UNCHECKED  # replay compares this input by kind
             self.internal_failure(f"check the masked input of {kind} {key!r}")

@@ -29,7 +29,8 @@ def _record(trace_dir: Path, days_ago: float, outcome: str, run_id: str | None =
     run_id = run_id or _run_id(days_ago)
     try:
         with spanreplay.record(agent="dated", run_id=run_id):
-            spanreplay.boundary("tool", "t", {"n": 1}, lambda: 1)
+            # A masked input: the run gets a salt file, which prune removes with the run.
+            spanreplay.boundary("tool", "t", {"n": 1, "to": "ann@example.com"}, lambda: 1)
             if outcome == "error":
                 raise ValueError("bad")
     except ValueError:

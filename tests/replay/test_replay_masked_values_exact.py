@@ -179,6 +179,15 @@ def test_the_salt_is_an_owner_only_file_beside_the_trace_file(trace_dir: Path) -
     assert [r.run_id for r in spanreplay.runs(trace_dir)] == [log.run_id]
 
 
+def test_a_run_that_masks_no_input_writes_no_salt(trace_dir: Path) -> None:
+    def plain() -> None:
+        spanreplay.boundary("tool", "order", {"id": 7}, lambda: {"email": ANN})  # only the output is masked
+
+    log = _record(trace_dir, plain)
+    assert not salt_path(trace_dir, log.run_id).exists()
+    assert _replay(log, plain) == "completed"
+
+
 def test_with_a_key_no_salt_is_written_and_tokens_keep_equality(
     tmp_path: Path, provider: TracerProvider, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -259,3 +268,17 @@ def test_the_salt_reaches_no_trace_file_otlp_request_or_postgres_row(
         warnings.simplefilter("always")
         assert _replay(spanreplay.load(pg_dsn, log.run_id), emailer, BOB) == "completed"
     assert len([w for w in caught if issubclass(w.category, spanreplay.SpanReplayWarning)]) == 1
+
+
+def test_a_salt_that_cannot_be_written_leaves_the_run_recorded_and_replay_says_so(
+    tmp_path: Path, provider: TracerProvider
+) -> None:
+    directory = tmp_path / "traces"
+    directory.mkdir()
+    (directory / SALT_DIR).write_text("not a directory\n")  # where the salts would go
+    spanreplay.configure(trace_dir=directory, tracer_provider=provider, raise_internal_errors=False)
+    log = _record(directory, emailer, ANN)
+    assert [e.input["to"] for e in log.events[1:]] == ["<email>"]
+    assert sc.INPUT_CHECKS not in log.events[1].attributes
+    with pytest.warns(spanreplay.SpanReplayWarning, match="compared by their kind only"):
+        assert _replay(log, emailer, ANN) == "completed"
