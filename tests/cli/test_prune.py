@@ -372,3 +372,23 @@ def test_a_shared_export_written_to_while_it_is_rewritten_is_left_whole(
     assert sorted(p.name for p in export.parent.iterdir()) == ["traces.json"]
     assert "it changed while prune read it" in result.output
     assert "Removed 0 run(s)" in result.output
+
+
+@pytest.mark.usefixtures("edge_date_now")
+def test_the_salt_of_a_run_whose_trace_is_gone_is_removed_once_past_both_windows(trace_dir: Path) -> None:
+    old = _record(trace_dir, 120, "ok")
+    recent = _record(trace_dir, 30, "ok")
+    for run_id in (old, recent):
+        (trace_dir / f"{run_id}.jsonl").unlink()  # deleted by hand; the salt stayed
+    result = CliRunner().invoke(cli, ["prune", str(trace_dir)])
+    assert result.exit_code == 0, result.output
+    assert f"deleted the salt of run {old}" in result.output
+    # Inside the failure window it might still be a failed run's: kept.
+    assert _salts(trace_dir) == {recent}
+
+
+def test_a_salt_of_a_kept_run_stays(trace_dir: Path) -> None:
+    young = _record(trace_dir, 0, "ok")
+    result = CliRunner().invoke(cli, ["prune", str(trace_dir)])
+    assert result.exit_code == 0, result.output
+    assert _salts(trace_dir) == {young}

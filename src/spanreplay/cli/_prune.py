@@ -24,7 +24,7 @@ import orjson
 
 from .. import _semconv as sc
 from .._loader import runs as read_runs
-from .._salts import salt_path
+from .._salts import SALT_DIR, salt_path
 from ..errors import TraceFormatError
 from ..readers import expand, read_file
 from ._common import BadInput, console, printable, warn
@@ -173,7 +173,9 @@ def _prune_files(source: str, policy: Policy, dry_run: bool) -> _FilesPruned:
             "directory (./traces) or runs from postgresql://..."
         )
     pruned = _FilesPruned()
-    if not any(p.is_file() for p in Path(source).rglob("*")):
+    # Hidden files (the runs' salts) are no trace files: a directory of nothing else is empty.
+    if not any(p.is_file() and not _hidden(p, source) for p in Path(source).rglob("*")):
+        _prune_orphan_salts(source, policy, dry_run, pruned)
         return pruned
     for name in expand(source):
         stem = Path(name).name.split(".", 1)[0]
@@ -200,7 +202,31 @@ def _prune_files(source: str, policy: Policy, dry_run: bool) -> _FilesPruned:
                 pruned.places.setdefault(run_id, set()).add(Path(name).parent)
             _prune_file(name, stem, expired, dry_run, pruned)
     _prune_salts(pruned, dry_run)
+    _prune_orphan_salts(source, policy, dry_run, pruned)
     return pruned
+
+
+def _hidden(path: Path, source: str) -> bool:
+    return any(part.startswith(".") for part in path.relative_to(source).parts)
+
+
+def _prune_orphan_salts(source: str, policy: Policy, dry_run: bool, pruned: _FilesPruned) -> None:
+    """Remove the salts of runs no file here holds any more (their trace file was deleted by
+    hand), once the run is past both windows: the salt checks nothing without the run."""
+    oldest = policy.now - max(policy.success, policy.failure)
+    for path in sorted(Path(source).rglob(f"{SALT_DIR}/*.salt")):
+        run_id = path.name.removesuffix(".salt")
+        when = run_date(run_id)
+        if run_id in pruned.seen or when is None or when >= oldest:
+            continue
+        if not dry_run:
+            try:
+                path.unlink()
+            except OSError as exc:
+                warn(f"kept {path}, the salt of run {run_id} whose trace is gone: {exc.strerror}.")
+                continue
+        verb = "would delete" if dry_run else "deleted"
+        pruned.notes.append(f"{verb} the salt of run {run_id} ({path}), whose trace is gone")
 
 
 def _prune_salts(pruned: _FilesPruned, dry_run: bool) -> None:
