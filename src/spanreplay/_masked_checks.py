@@ -12,6 +12,7 @@ and the replay warns once.
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -59,15 +60,17 @@ class InputChecks:
             return None
         return cls(masker, trace_dir, run_id)
 
-    def attribute(self, kind: str, key: str, call_id: str, value: Any) -> str | None:
+    def attribute(
+        self, kind: str, key: str, call_id: str, value: Any, fired: Sequence[tuple[str, str]] | None = None
+    ) -> str | None:
         """``spanreplay.input.checks`` for the input ``value`` (unmasked), which masking
-        changed; None when no place of it has a check.
+        changed (``fired``: where, and by which rule); None when no place of it has a check.
 
         Raises:
             OSError: the salt file could not be written.
         """
         salt, session = self._salted()
-        found = places(session, kind, key, value)
+        found = places(session, kind, key, value, fired)
         if not found:
             return None
         return orjson.dumps(checks_of(salt, call_id, found)).decode()

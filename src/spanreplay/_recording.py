@@ -277,7 +277,7 @@ class RecordingRun(Run):
             if masked:
                 attributes[sc.INPUT + sc.MASKED_SUFFIX] = masked
                 if self._checks is not None:
-                    self._add_checks(attributes, kind, key, call_id, unmasked)
+                    self._add_checks(attributes, kind, key, call_id, unmasked, masked)
             if extra:  # the only way message content gets here
                 self.mask_content(kind, key, attributes)
             span = self._tracer.start_span(
@@ -291,11 +291,15 @@ class RecordingRun(Run):
             self.internal_failure(f"start the span of {kind} {key!r}")
             return None, Scope(self, call_id, scope.context)
 
-    def _add_checks(self, attributes: dict[str, Any], kind: str, key: str, call_id: str, value: Any) -> None:
-        """The exact checks of a masked input, for a run masked without a key."""
+    def _add_checks(
+        self, attributes: dict[str, Any], kind: str, key: str, call_id: str, value: Any, masked: str
+    ) -> None:
+        """The exact checks of a masked input, for a run masked without a key; ``masked``
+        is the JSON list of the places masked."""
         assert self._checks is not None
         try:
-            checks = self._checks.attribute(kind, key, call_id, value)
+            fired = [(str(r["path"]), str(r["rule"])) for r in orjson.loads(masked)]
+            checks = self._checks.attribute(kind, key, call_id, value, fired)
         except OSError:
             if self._strict:
                 raise

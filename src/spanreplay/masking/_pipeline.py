@@ -107,6 +107,8 @@ class Masker:
                 warn_old_hints(detector)
         self._pseudonyms = Pseudonyms(config.resolved_key(), token_hex=token_hex)
         self._path_rules = tuple(r for r in config.rules if isinstance(r, PathRule))
+        # The rule names recorded for a detector's finding and for nothing else.
+        self.detector_names = frozenset(d.name for d in self.detectors) - {r.name for r in self._path_rules}
         fields = [r for r in config.rules if isinstance(r, FieldNames)]
         if config.field_names:
             fields.append(FieldNames(config.field_names))

@@ -30,12 +30,12 @@ from __future__ import annotations
 import hashlib
 import hmac
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 import orjson
 
-from ._pipeline import MaskingSession
+from ._pipeline import Masker, MaskingSession
 
 __all__ = ["CHECK_HEX", "Places", "changed_place", "checks_of", "path_segments", "places"]
 
@@ -54,14 +54,23 @@ _SEGMENT: Final = re.compile(r'\.?([A-Za-z_][A-Za-z0-9_]*)|\[(\d+)\]|\[("(?:[^"\
 Places = dict[str, list[str]]
 
 
-def places(session: MaskingSession, kind: str, key: str, value: Any) -> Places:
+def places(
+    session: MaskingSession, kind: str, key: str, value: Any, fired: Sequence[tuple[str, str]] | None = None
+) -> Places:
     """The salted tokens of each masked place of ``value``, masked by a salted twin's session.
 
     A place whose value is already a placeholder (a masked output served on replay
-    and handed on) holds no finding, and so is not among them.
+    and handed on) holds no finding, and so is not among them. ``fired``: what masking
+    ``value`` without the salt fired, when the caller has it; where only detectors
+    fired, in strings found by their paths, just those strings are scanned again
+    (the same tokens as masking the whole payload again, for less).
     """
+    if fired is not None:
+        found = _rescanned(session.masker, value, fired)
+        if found is not None:
+            return found
     result = session.mask(kind, key, value, part="input")
-    found: Places = {}
+    found = {}
     for path in dict.fromkeys(path for path, _ in result.fired):
         at = _lookup(result.value, path)
         if type(at) is str:
@@ -73,6 +82,27 @@ def places(session: MaskingSession, kind: str, key: str, value: Any) -> Places:
         if tokens:
             # A masked object key is in the path: written as the recording writes it.
             found.setdefault(_KEYED.sub(r"<\1>", path), []).extend(tokens)
+    return found
+
+
+def _rescanned(twin: Masker, value: Any, fired: Sequence[tuple[str, str]]) -> Places | None:
+    """The places of ``value`` from the strings ``fired`` names, scanned by ``twin``; None
+    when a rule other than a detector fired, or a place cannot be found in ``value``
+    as a string (a masked key on its path, a float, an object), and the whole payload
+    must be masked again."""
+    names = twin.detector_names
+    if any(rule not in names for _, rule in fired):
+        return None
+    found: Places = {}
+    for path in dict.fromkeys(path for path, _ in fired):
+        if "<" in path:
+            return None
+        at = _lookup(value, path)
+        if not isinstance(at, str):
+            return None
+        tokens = [m.group(0) for m in _KEYED.finditer(twin.scan_text(str.__str__(at))[0])]
+        if tokens:
+            found[path] = tokens
     return found
 
 
