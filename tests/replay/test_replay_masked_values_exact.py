@@ -282,3 +282,15 @@ def test_a_salt_that_cannot_be_written_leaves_the_run_recorded_and_replay_says_s
     assert sc.INPUT_CHECKS not in log.events[1].attributes
     with pytest.warns(spanreplay.SpanReplayWarning, match="compared by their kind only"):
         assert _replay(log, emailer, ANN) == "completed"
+
+
+def test_a_run_masking_only_credentials_replays_without_its_salt_and_without_a_warning(trace_dir: Path) -> None:
+    def login(password: str) -> None:
+        spanreplay.boundary("tool", "login", {"user": "ann", "password": password}, lambda: "ok")
+
+    log = _record(trace_dir, login, "hunter2")
+    assert log.events[0].attributes[sc.INPUT + sc.MASKED_SUFFIX]
+    salt_path(trace_dir, log.run_id).unlink(missing_ok=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no salt would compare a password: nothing to say
+        assert _replay(spanreplay.load(trace_dir, log.run_id), login, "hunter2") == "completed"
