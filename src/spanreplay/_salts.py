@@ -22,8 +22,9 @@ __all__ = ["SALT_DIR", "create_salt", "read_salt", "salt_beside", "salt_path"]
 SALT_DIR: Final = ".spanreplay-salts"
 _SALT_BYTES: Final = 32
 _FLAGS: Final = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
-# Where a span was read from, as the file readers write it: "{file}:{line}" or "{file} at byte {n}".
-_ORIGIN: Final = re.compile(r"(.+?)(?::\d+| at byte \d+)", re.DOTALL)
+# Where a span was read from, as the file readers write it: "{file}:{line}", "{file} at byte {n}",
+# "{file} record {n} (at byte {n})" or "{file}" (a whole JSON document).
+_ORIGIN: Final = re.compile(r"(.+?)(?::\d+| at byte \d+| record \d+ \(at byte \d+\))?", re.DOTALL)
 
 
 def salt_path(trace_dir: str | os.PathLike[str], run_id: str) -> Path:

@@ -294,3 +294,18 @@ def test_a_run_masking_only_credentials_replays_without_its_salt_and_without_a_w
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no salt would compare a password: nothing to say
         assert _replay(spanreplay.load(trace_dir, log.run_id), login, "hunter2") == "completed"
+
+
+def test_the_salt_is_found_beside_the_trace_file_named_on_its_own_and_not_beside_a_copy(
+    trace_dir: Path, tmp_path: Path
+) -> None:
+    log = _record(trace_dir, emailer, ANN)
+    trace_file = trace_dir / f"{log.run_id}.jsonl"
+    with pytest.raises(spanreplay.InputChangedError):
+        _replay(spanreplay.load(trace_file), emailer, BOB)
+    elsewhere = tmp_path / "copied"
+    elsewhere.mkdir()
+    copy = elsewhere / trace_file.name
+    copy.write_bytes(trace_file.read_bytes())
+    with pytest.warns(spanreplay.SpanReplayWarning, match=r"\.spanreplay-salts"):
+        assert _replay(spanreplay.load(copy), emailer, BOB) == "completed"
