@@ -309,3 +309,19 @@ def test_the_salt_is_found_beside_the_trace_file_named_on_its_own_and_not_beside
     copy.write_bytes(trace_file.read_bytes())
     with pytest.warns(spanreplay.SpanReplayWarning, match=r"\.spanreplay-salts"):
         assert _replay(spanreplay.load(copy), emailer, BOB) == "completed"
+
+
+def test_a_masked_number_handed_on_is_no_change(tmp_path: Path, provider: TracerProvider) -> None:
+    directory = tmp_path / "traces"
+    config = MaskingConfig(rules=[mask("**.amount")])
+    spanreplay.configure(trace_dir=directory, tracer_provider=provider, raise_internal_errors=True, masking=config)
+
+    def settle(extra: int) -> None:
+        bill = spanreplay.boundary("tool", "bill", {}, lambda: {"amount": 4_417_123_456})
+        spanreplay.boundary("tool", "pay", {"doc": bill, "tip": {"amount": extra}}, lambda: "paid")
+
+    log = _record(directory, settle, 1250)
+    # On replay the bill's amount is the served 0, which is no value; the tip is the code's own.
+    assert _replay(log, settle, 1250) == "completed"
+    with pytest.raises(spanreplay.InputChangedError, match=r"tip\.amount"):
+        _replay(log, settle, 1500)

@@ -76,6 +76,11 @@ def places(
         if type(at) is str:
             tokens = [m.group(0) for m in _KEYED.finditer(at)]
         elif isinstance(at, (int, float)) and not isinstance(at, bool):
+            original = _lookup(value, path)
+            if type(original) in (int, float) and original == 0:
+                # 0 (0.0) is what masking without a key makes of a number: a masked output
+                # handed on holds no value (the twin would pseudonymize it anew).
+                continue
             tokens = [f"#{at!r}"]
         else:
             continue
