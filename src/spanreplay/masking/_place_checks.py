@@ -20,9 +20,10 @@ call id, the place's path and the token, cut to ``CHECK_HEX`` hex digits.
 - Only what a key would pseudonymize gets a check (detectors' findings, ``mask()``,
   ``FieldNames(pseudonymize=True)``); credentials stay plain placeholders, key or
   not, and are compared by kind.
-- A masked number's check is made from its salted pseudonym, which has the
-  number's shape: a number of few digits has few pseudonyms, and a change
-  between two of its values can pass unseen (one chance in about 10**(digits/2)).
+- A masked number's check is made from the number (where a masked object key on
+  its path does not hide it: then from its salted pseudonym, which has the
+  number's shape, so that a change between two numbers of few digits can pass
+  unseen, one chance in about 10**(digits/2)).
 """
 
 from __future__ import annotations
@@ -81,7 +82,9 @@ def places(
                 # 0 (0.0) is what masking without a key makes of a number: a masked output
                 # handed on holds no value (the twin would pseudonymize it anew).
                 continue
-            tokens = [f"#{at!r}"]
+            # The number itself where the path finds it (the check is keyed, so it is no
+            # more exposed than a token); else its salted pseudonym, which has its shape.
+            tokens = [f"#{original!r}" if type(original) in (int, float) else f"~{at!r}"]
         else:
             continue
         if tokens:
