@@ -198,6 +198,11 @@ class Masker:
         """Run the detectors on one string: the masked string and the names that fired."""
         return self._scanner.changes([text], self._all).get(0) or (text, ())
 
+    def scan_texts(self, texts: Sequence[str]) -> list[str]:
+        """Each of ``texts`` with what the detectors find in it masked, all scanned at once."""
+        changed = self._scanner.changes(texts, self._all)
+        return [changed[k][0] if k in changed else text for k, text in enumerate(texts)]
+
     def forget(self) -> None:
         """Forget every value masked so far: the next payloads are masked as if seen first.
 

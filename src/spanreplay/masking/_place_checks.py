@@ -101,14 +101,18 @@ def _rescanned(twin: Masker, value: Any, fired: Sequence[tuple[str, str]]) -> Pl
     names = twin.detector_names
     if any(rule not in names for _, rule in fired):
         return None
-    found: Places = {}
-    for path in dict.fromkeys(path for path, _ in fired):
+    paths = list(dict.fromkeys(path for path, _ in fired))
+    texts: list[str] = []
+    for path in paths:
         if "<" in path:
             return None
         at = _lookup(value, path)
         if not isinstance(at, str):
             return None
-        tokens = [m.group(0) for m in _KEYED.finditer(twin.scan_text(str.__str__(at))[0])]
+        texts.append(str.__str__(at))
+    found: Places = {}
+    for path, masked in zip(paths, twin.scan_texts(texts), strict=True):
+        tokens = [m.group(0) for m in _KEYED.finditer(masked)]
         if tokens:
             found[path] = tokens
     return found
