@@ -26,6 +26,7 @@ BENCHMARKS = (
     "bench_loader.py",
     "bench_formats.py",
     "bench_masking.py",
+    "bench_masked_checks.py",
     "bench_otlp.py",
     "bench_postgres.py",  # needs PostgreSQL at 127.0.0.1:5432 or SPANREPLAY_TEST_PG_DSN
     "bench_effects.py",  # needs PostgreSQL too

@@ -77,7 +77,8 @@ def span_to_event(span: SpanRecord) -> Event:
             found_size=0,
             source=span.origin,
         )
-    # What masking changed (spanreplay.input.masked, ...) and a fork's served_from stay beside the span's own.
+    # What masking changed (spanreplay.input.masked, ...), the input's checks and a fork's
+    # served_from stay beside the span's own attributes.
     extra = {
         k: v
         for k, v in attrs.items()
@@ -85,6 +86,7 @@ def span_to_event(span: SpanRecord) -> Event:
         or k.endswith(sc.MASKED_SUFFIX)
         or k in INPUT_REF_ATTRIBUTES
         or k == sc.SERVED_FROM
+        or k == sc.INPUT_CHECKS
     }
     return Event(
         run_id=run_id,
@@ -150,6 +152,7 @@ def span_to_run(span: SpanRecord) -> RunInfo:
         forked_from=attrs.get(sc.RUN_FORKED_FROM),
         masking=str(attrs[sc.RUN_MASKING]) if sc.RUN_MASKING in attrs else None,
         forked_at=_small_int(attrs.get(sc.RUN_FORKED_AT)),
+        origin=span.origin,
     )
 
 

@@ -114,6 +114,9 @@ class RunInfo:
     masking: str | None = None
     # A fork's first step that ran live; None when every step was served (or not a fork).
     forked_at: int | None = None
+    # Where the run span was read from ("{file}:{line}" from a trace file): replay looks
+    # for the run's salt beside that file. Not part of the run's identity.
+    origin: str = field(default="", compare=False)
 
     @property
     def started(self) -> datetime | None:

@@ -215,10 +215,10 @@ class ForkingRun(RecordingRun):
         served: Served | None = None
         try:
             if overrides is not None and call_id in overrides:
-                served = parent.take_override(scope_id, call_id, kind, key, seq, data)
+                served = parent.take_override(scope_id, call_id, kind, key, seq, data, input)
                 event = served.event
             else:
-                event = parent.engine.take(scope_id, call_id, kind, key, seq, data)
+                event = parent._take(scope_id, call_id, kind, key, seq, data, input)
         except ReplayDivergenceError as exc:
             if self.at is not None and (exc.seq is None or exc.seq < self.at):
                 # Before the fork point the code must make the recorded calls: fail closed.

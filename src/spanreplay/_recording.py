@@ -23,6 +23,7 @@ from ._calls import Call
 from ._config import masker, settings
 from ._error_records import error_record
 from ._input_refs import InputHistory
+from ._masked_checks import InputChecks
 from ._payloads import add_payload, encode_input, encode_output
 from ._runs import (
     Decoder,
@@ -99,6 +100,8 @@ class RecordingRun(Run):
         # Masking runs on every payload before the codec sees it; one session per run
         # remembers what it masked.
         self._masking: MaskingSession | None = None
+        # Masked without a key: the run's salt and the checks of masked inputs (_masked_checks).
+        self._checks: InputChecks | None = None
         # A model call's input repeats the conversation so far: written as a reference to the last one.
         self._inputs = InputHistory()
         # (kind, key) -> what each of its spans starts with (see _boundary).
@@ -112,6 +115,7 @@ class RecordingRun(Run):
             self._tracer = config.tracer
             if config.masker is not None and config.masker.enabled:
                 self._masking = config.masker.session()
+                self._checks = InputChecks.start(config.masker, config.trace_dir, self.run_id)
             attributes: dict[str, Any] = {
                 sc.RUN_ID: self.run_id,
                 sc.RUN_STATUS: sc.RUN_STATUS_RUNNING,
@@ -282,10 +286,13 @@ class RecordingRun(Run):
             attributes: dict[str, Any] = {**extra, **constant} if extra else constant.copy()
             attributes[sc.SEQ] = seq
             attributes[sc.CALL_ID] = call_id
+            unmasked = input
             input, data, masked = self._masked_payload(kind, key, "input", input, encode_input)
             self._inputs.add_input(attributes, kind, key, seq, input, data)
             if masked:
                 attributes[sc.INPUT + sc.MASKED_SUFFIX] = masked
+                if self._checks is not None:
+                    self._add_checks(attributes, kind, key, call_id, unmasked, masked)
             if extra:  # the only way message content gets here
                 self.mask_content(kind, key, attributes)
             span = self._tracer.start_span(
@@ -298,6 +305,31 @@ class RecordingRun(Run):
         except Exception:
             self.internal_failure(f"start the span of {kind} {key!r}")
             return None, Scope(self, call_id, scope.context)
+
+    def _add_checks(
+        self, attributes: dict[str, Any], kind: str, key: str, call_id: str, value: Any, masked: str
+    ) -> None:
+        """The exact checks of a masked input, for a run masked without a key; ``masked``
+        is the JSON list of the places masked."""
+        assert self._checks is not None
+        try:
+            fired = [(str(r["path"]), str(r["rule"])) for r in orjson.loads(masked)]
+            checks = self._checks.attribute(kind, key, call_id, value, fired)
+        except OSError:
+            if self._strict:
+                raise
+            # Recorded on without exact checks: replay compares masked values by kind and says
+            # so. Said quietly here: a trace dir that cannot hold the salt cannot hold the trace
+            # file either, and the file processor reports that once.
+            logger.debug("spanreplay could not write the salt of run %s", self.run_id, exc_info=True)
+            self._checks = None
+            return
+        except Exception:
+            attributes[sc.INPUT_CHECKS] = sc.INPUT_UNCHECKED  # replay compares this input by kind
+            self.internal_failure(f"check the masked input of {kind} {key!r}")
+            return
+        if checks is not None:
+            attributes[sc.INPUT_CHECKS] = checks
 
     def _boundary(self, kind: str, key: str) -> tuple[str, SpanKind, dict[str, Any]]:
         """A boundary's span name, span kind and the attributes every call of it starts with.

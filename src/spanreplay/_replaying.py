@@ -20,6 +20,7 @@ from ._effects import served_effect
 from ._error_records import error_record, rebuild_error
 from ._events import ErrorInfo, Event, EventLog
 from ._guard import DirectCallGuard
+from ._masked_checks import ReplayChecks
 from ._overrides import Overrides, Served
 from ._payloads import encode_input
 from ._replay import ReplayEngine
@@ -96,6 +97,8 @@ class ReplayingRun(Run):
             assert recorded is not None
             raise ConfigurationError(_masking_mismatch(events.run_id, recorded, current.fingerprint))
         self._masking: MaskingSession | None = matching.session() if matching.enabled else None
+        # Masked without a key: masked values compared exactly through the run's salt.
+        self._checks = ReplayChecks.for_replay(events, matching, tuple(ignore_paths))
         # Keys and exception class names were recorded masked where a detector fired:
         # the current ones are masked the same way before they are looked up or compared.
         self._names = NameMasker(matching)
@@ -223,9 +226,9 @@ class ReplayingRun(Run):
         scope, key, call_id, seq = self._next_call(kind, key)
         data = self._encoded_input(kind, key, input, call_id)
         if self.overrides is not None and call_id in self.overrides:
-            served = self.take_override(scope.call_id, call_id, kind, key, seq, data)
+            served = self.take_override(scope.call_id, call_id, kind, key, seq, data, input)
             return served.result_async(decode) if is_async or served.event.awaited else served.result(decode)
-        event = self._take(scope.call_id, call_id, kind, key, seq, data)
+        event = self._take(scope.call_id, call_id, kind, key, seq, data, input)
         if event.effect:
             served_effect(self.engine, event)
         if is_async or event.awaited:
@@ -250,30 +253,38 @@ class ReplayingRun(Run):
         scope, key, call_id, seq = self._next_call(kind, key)
         data = self._encoded_input(kind, key, input, call_id, input_json)
         if self.overrides is not None and call_id in self.overrides:
-            served = self.take_override(scope.call_id, call_id, kind, key, seq, data)
+            served = self.take_override(scope.call_id, call_id, kind, key, seq, data, input)
             if served.error is not None:
                 raise served.error  # the exception given in place of the step's outcome
             event = served.event
         else:
-            event = self._take(scope.call_id, call_id, kind, key, seq, data)
+            event = self._take(scope.call_id, call_id, kind, key, seq, data, input)
             if event.effect:
                 served_effect(self.engine, event)
         return Call(self, kind, key, call_id, seq, Scope(self, call_id, None), recorded=event)
 
-    def take_override(self, scope_id: str, call_id: str, kind: str, key: str, seq: int, data: bytes) -> Served:
+    def take_override(
+        self, scope_id: str, call_id: str, kind: str, key: str, seq: int, data: bytes, input: Any
+    ) -> Served:
         """An overridden step: its recorded input must still match; a call the recording lacks has none."""
         assert self.overrides is not None
         recorded = (
-            None if call_id in self.overrides.added else self.engine.take(scope_id, call_id, kind, key, seq, data)
+            None if call_id in self.overrides.added else self._take(scope_id, call_id, kind, key, seq, data, input)
         )
         return self.overrides.serve(recorded, call_id, kind, key, seq, data)
 
-    def _take(self, scope_id: str, call_id: str, kind: str, key: str, seq: int, data: bytes) -> Event:
-        """The engine's ``take``, stopping in the debugger where ``break_at`` asked."""
+    def _take(self, scope_id: str, call_id: str, kind: str, key: str, seq: int, data: bytes, input: Any) -> Event:
+        """The engine's ``take``, then the exact check of masked values (with the run's salt),
+        stopping in the debugger where ``break_at`` asked."""
         if not self._breaking:
-            return self.engine.take(scope_id, call_id, kind, key, seq, data)
+            event = self.engine.take(scope_id, call_id, kind, key, seq, data)
+            if self._checks is not None:
+                self._checks.verify(self.engine, event, kind, key, input)
+            return event
         try:
             event = self.engine.take(scope_id, call_id, kind, key, seq, data)
+            if self._checks is not None:
+                self._checks.verify(self.engine, event, kind, key, input)
         except ReplayDivergenceError as error:
             self.breakpoints.diverged(error, AttemptedCall(kind, key, call_id, data))
             raise

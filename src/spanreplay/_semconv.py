@@ -65,6 +65,12 @@ SHA256_SUFFIX: Final = ".sha256"
 # Beside a payload that masking changed: a JSON list of {"path", "rule"}, the
 # places masked and the rule that masked each (never the value). Absent: nothing masked.
 MASKED_SUFFIX: Final = ".masked"
+# Beside an input masked without a key: a JSON object mapping the path of each masked
+# place to the keyed checks of the values found there, in order (see
+# masking/_place_checks.py); "unchecked" when they could not be made. Never a value,
+# never the run's salt. Absent: nothing at a place a key would pseudonymize.
+INPUT_CHECKS: Final = "spanreplay.input.checks"
+INPUT_UNCHECKED: Final = "unchecked"
 # An input that repeats the previous input's messages (same run, kind and key) is
 # written as those messages left out: the seq of that input, how many of its messages
 # come first, and the full input's byte length and sha256, checked once it is rebuilt.

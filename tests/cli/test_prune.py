@@ -14,6 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import spanreplay
+from spanreplay._salts import SALT_DIR
 from spanreplay.cli import _prune, cli
 from spanreplay.cli._prune import run_date
 
@@ -28,7 +29,8 @@ def _record(trace_dir: Path, days_ago: float, outcome: str, run_id: str | None =
     run_id = run_id or _run_id(days_ago)
     try:
         with spanreplay.record(agent="dated", run_id=run_id):
-            spanreplay.boundary("tool", "t", {"n": 1}, lambda: 1)
+            # A masked input: the run gets a salt file, which prune removes with the run.
+            spanreplay.boundary("tool", "t", {"n": 1, "to": "ann@example.com"}, lambda: 1)
             if outcome == "error":
                 raise ValueError("bad")
     except ValueError:
@@ -41,7 +43,12 @@ def _record(trace_dir: Path, days_ago: float, outcome: str, run_id: str | None =
 
 
 def _files(trace_dir: Path) -> set[str]:
-    return {p.name.removesuffix(".jsonl") for p in trace_dir.iterdir()}
+    # Not the hidden directory of the runs' salts, which the readers skip too.
+    return {p.name.removesuffix(".jsonl") for p in trace_dir.iterdir() if not p.name.startswith(".")}
+
+
+def _salts(trace_dir: Path) -> set[str]:
+    return {p.name.removesuffix(".salt") for p in (trace_dir / SALT_DIR).glob("*.salt")}
 
 
 @pytest.mark.usefixtures("edge_date_now")
@@ -61,6 +68,9 @@ def test_prune_removes_exactly_the_run_files_past_their_retention(trace_dir: Pat
     assert {words[1]: words[2] for words in removed} == {drop[0]: "ok", drop[1]: "error", drop[2]: "crashed"}
     assert all(str(trace_dir) in " ".join(words) for words in removed)  # each line names the file it deleted
     assert "Removed 3 run(s) (1 ok older than 7d, 2 failed or crashed older than 90d); kept 4." in result.output
+    # Each run's salt goes with it, and only with it.
+    assert _salts(trace_dir) == set(keep)
+    assert all(f"deleted the salt of run {run_id}" in result.output for run_id in drop)
 
 
 @pytest.mark.usefixtures("edge_date_now")
@@ -71,7 +81,9 @@ def test_a_dry_run_prints_the_same_runs_and_removes_nothing(trace_dir: Path) -> 
     assert dry.exit_code == 0, dry.output
     assert [line.split()[2] for line in dry.output.splitlines() if line.startswith("would remove ")] == [old]
     assert "Would remove 1 run(s)" in dry.output
+    assert f"would delete the salt of run {old}" in dry.output
     assert _files(trace_dir) == {old, young}
+    assert _salts(trace_dir) == {old, young}
 
 
 def test_a_duration_past_any_date_is_refused() -> None:
@@ -360,3 +372,23 @@ def test_a_shared_export_written_to_while_it_is_rewritten_is_left_whole(
     assert sorted(p.name for p in export.parent.iterdir()) == ["traces.json"]
     assert "it changed while prune read it" in result.output
     assert "Removed 0 run(s)" in result.output
+
+
+@pytest.mark.usefixtures("edge_date_now")
+def test_the_salt_of_a_run_whose_trace_is_gone_is_removed_once_past_both_windows(trace_dir: Path) -> None:
+    old = _record(trace_dir, 120, "ok")
+    recent = _record(trace_dir, 30, "ok")
+    for run_id in (old, recent):
+        (trace_dir / f"{run_id}.jsonl").unlink()  # deleted by hand; the salt stayed
+    result = CliRunner().invoke(cli, ["prune", str(trace_dir)])
+    assert result.exit_code == 0, result.output
+    assert f"deleted the salt of run {old}" in result.output
+    # Inside the failure window it might still be a failed run's: kept.
+    assert _salts(trace_dir) == {recent}
+
+
+def test_a_salt_of_a_kept_run_stays(trace_dir: Path) -> None:
+    young = _record(trace_dir, 0, "ok")
+    result = CliRunner().invoke(cli, ["prune", str(trace_dir)])
+    assert result.exit_code == 0, result.output
+    assert _salts(trace_dir) == {young}

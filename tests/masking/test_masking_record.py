@@ -32,6 +32,7 @@ import spanreplay
 import spanreplay.masking._pipeline
 from helpers.masking_samples import emails, payloads_with_secrets, planted
 from spanreplay import _semconv as sc
+from spanreplay._salts import SALT_DIR
 from spanreplay.masking import MaskingConfig, keep
 
 
@@ -45,7 +46,12 @@ def everything_recorded(trace_dir: Path, exporter: InMemorySpanExporter) -> list
     exported = orjson.dumps(
         [{"name": s.name, "attributes": dict(s.attributes or {}), "events": [e.name for e in s.events]} for s in spans]
     )
-    out = [(str(path), path.read_bytes()) for path in sorted(trace_dir.rglob("*")) if path.is_file()]
+    # The run's salt file (owner-only, beside the trace file) is the key to the checks, not a record.
+    out = [
+        (str(path), path.read_bytes())
+        for path in sorted(trace_dir.rglob("*"))
+        if path.is_file() and SALT_DIR not in path.parts
+    ]
     out.append(("otlp protobuf request", encode_spans(spans).SerializeToString()))
     out.append(("in-memory exporter", exported))
     return out

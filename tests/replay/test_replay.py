@@ -192,12 +192,12 @@ def test_replay_emits_no_spans_to_the_production_exporters(
     run_id = _record(lambda: agent([]))
     assert memory_exporter.get_finished_spans()
     memory_exporter.clear()
-    before = {p: p.read_bytes() for p in trace_dir.iterdir()}
+    before = {p: p.read_bytes() for p in trace_dir.rglob("*") if p.is_file()}
     WORK.armed = False
     with spanreplay.replay(trace_dir, run_id):
         agent([])
     assert memory_exporter.get_finished_spans() == ()
-    assert {p: p.read_bytes() for p in trace_dir.iterdir()} == before
+    assert {p: p.read_bytes() for p in trace_dir.rglob("*") if p.is_file()} == before
 
 
 # --- recorded failures -------------------------------------------------------------

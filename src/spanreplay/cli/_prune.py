@@ -24,6 +24,7 @@ import orjson
 
 from .. import _semconv as sc
 from .._loader import runs as read_runs
+from .._salts import SALT_DIR, salt_path
 from ..errors import TraceFormatError
 from ..readers import expand, read_file
 from ._common import BadInput, console, printable, warn
@@ -151,6 +152,10 @@ class _FilesPruned:
     left: int = 0
     seen: set[str] = field(default_factory=set)
     removed: set[str] = field(default_factory=set)
+    # The directories each expired run's spans were found in (its salt file is kept there),
+    # and the runs some file of which was left as it was.
+    places: dict[str, set[Path]] = field(default_factory=dict)
+    kept_runs: set[str] = field(default_factory=set)
 
     @property
     def kept(self) -> int:
@@ -168,7 +173,9 @@ def _prune_files(source: str, policy: Policy, dry_run: bool) -> _FilesPruned:
             "directory (./traces) or runs from postgresql://..."
         )
     pruned = _FilesPruned()
-    if not any(p.is_file() for p in Path(source).rglob("*")):
+    # Hidden files (the runs' salts) are no trace files: a directory of nothing else is empty.
+    if not any(p.is_file() and not _hidden(p, source) for p in Path(source).rglob("*")):
+        _prune_orphan_salts(source, policy, dry_run, pruned)
         return pruned
     for name in expand(source):
         stem = Path(name).name.split(".", 1)[0]
@@ -191,8 +198,51 @@ def _prune_files(source: str, policy: Policy, dry_run: bool) -> _FilesPruned:
                 assert when is not None
                 expired[run.run_id] = _Removal(run.run_id, run.status, when, name)
         if expired:
+            for run_id in expired:
+                pruned.places.setdefault(run_id, set()).add(Path(name).parent)
             _prune_file(name, stem, expired, dry_run, pruned)
+    _prune_salts(pruned, dry_run)
+    _prune_orphan_salts(source, policy, dry_run, pruned)
     return pruned
+
+
+def _hidden(path: Path, source: str) -> bool:
+    return any(part.startswith(".") for part in path.relative_to(source).parts)
+
+
+def _prune_orphan_salts(source: str, policy: Policy, dry_run: bool, pruned: _FilesPruned) -> None:
+    """Remove the salts of runs no file here holds any more (their trace file was deleted by
+    hand), once the run is past both windows: the salt checks nothing without the run."""
+    oldest = policy.now - max(policy.success, policy.failure)
+    for path in sorted(Path(source).rglob(f"{SALT_DIR}/*.salt")):
+        run_id = path.name.removesuffix(".salt")
+        when = run_date(run_id)
+        if run_id in pruned.seen or when is None or when >= oldest:
+            continue
+        if not dry_run:
+            try:
+                path.unlink()
+            except OSError as exc:
+                warn(f"kept {path}, the salt of run {run_id} whose trace is gone: {exc.strerror}.")
+                continue
+        verb = "would delete" if dry_run else "deleted"
+        pruned.notes.append(f"{verb} the salt of run {run_id} ({path}), whose trace is gone")
+
+
+def _prune_salts(pruned: _FilesPruned, dry_run: bool) -> None:
+    """Remove the salt file of each run removed whole: it checks nothing once the run is gone."""
+    for run_id in sorted(pruned.removed - pruned.kept_runs):
+        for directory in sorted(pruned.places.get(run_id, ())):
+            path = salt_path(directory, run_id)
+            if not path.is_file():
+                continue
+            if not dry_run:
+                try:
+                    path.unlink()
+                except OSError as exc:
+                    warn(f"kept {path}, the salt of removed run {run_id}: {exc.strerror}.")
+                    continue
+            pruned.notes.append(f"{'would delete' if dry_run else 'deleted'} the salt of run {run_id} ({path})")
 
 
 def _prune_file(name: str, stem: str, expired: dict[str, _Removal], dry_run: bool, pruned: _FilesPruned) -> None:
@@ -275,6 +325,7 @@ def _delete_or_leave(
 
 def _leave(name: str, expired: dict[str, _Removal], why: str, pruned: _FilesPruned) -> None:
     pruned.left += 1
+    pruned.kept_runs.update(expired)
     runs = ", ".join(sorted(expired))
     warn(f"kept {name}, which holds expired run(s) {runs}: {why}.")
 

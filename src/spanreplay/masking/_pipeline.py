@@ -24,6 +24,7 @@ masked once, not once per turn.
 
 from __future__ import annotations
 
+import copy
 import re
 import threading
 from collections.abc import Callable, Sequence
@@ -106,6 +107,8 @@ class Masker:
                 warn_old_hints(detector)
         self._pseudonyms = Pseudonyms(config.resolved_key(), token_hex=token_hex)
         self._path_rules = tuple(r for r in config.rules if isinstance(r, PathRule))
+        # The rule names recorded for a detector's finding and for nothing else.
+        self.detector_names = frozenset(d.name for d in self.detectors) - {r.name for r in self._path_rules}
         fields = [r for r in config.rules if isinstance(r, FieldNames)]
         if config.field_names:
             fields.append(FieldNames(config.field_names))
@@ -169,6 +172,20 @@ class Masker:
                 return self._legacy
         return None
 
+    def salted(self, salt: bytes) -> Masker:
+        """A twin that finds what this masker finds and writes tokens keyed by ``salt``.
+
+        It shares this masker's rules, detectors and gates (nothing is compiled again);
+        only its pseudonyms and their memory are its own. Its masked payloads are never
+        recorded: the exact checks of a run masked without a key are read from them
+        (see ``_place_checks``).
+        """
+        twin = copy.copy(self)
+        twin._pseudonyms = Pseudonyms(salt, token_hex=TOKEN_HEX)
+        twin._scanner = self._scanner.with_pseudonyms(twin._pseudonyms)
+        twin._legacy = None
+        return twin
+
     def session(self) -> MaskingSession:
         """A session that remembers what it masked: one per run."""
         return MaskingSession(self)
@@ -180,6 +197,11 @@ class Masker:
     def scan_text(self, text: str) -> tuple[str, tuple[str, ...]]:
         """Run the detectors on one string: the masked string and the names that fired."""
         return self._scanner.changes([text], self._all).get(0) or (text, ())
+
+    def scan_texts(self, texts: Sequence[str]) -> list[str]:
+        """Each of ``texts`` with what the detectors find in it masked, all scanned at once."""
+        changed = self._scanner.changes(texts, self._all)
+        return [changed[k][0] if k in changed else text for k, text in enumerate(texts)]
 
     def forget(self) -> None:
         """Forget every value masked so far: the next payloads are masked as if seen first.

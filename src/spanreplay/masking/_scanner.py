@@ -84,6 +84,11 @@ class Scanner:
         self._remembered = tuple(memo.get for memo in self._tokens)
         self._keys: dict[str, Scanned] = {}
 
+    def with_pseudonyms(self, pseudonyms: Pseudonyms) -> Scanner:
+        """A scanner that finds what this one finds (same detectors and gates) and writes
+        ``pseudonyms``' tokens, remembering its own."""
+        return Scanner(self.detectors, self.gate, self._python_gate, pseudonyms)
+
     def forget(self) -> None:
         """Drop the remembered token of every value found so far."""
         for memo in self._tokens:
