@@ -172,7 +172,13 @@ def test_sigkill_inside_an_effect_leaves_the_intent_in_the_file_and_in_postgres(
     # Replay of the crashed run reaches it and says the payment may have happened.
     for source in (str(trace_dir), pg_dsn):
         replaying = spanreplay.replay(source, run_id)
-        with pytest.raises(spanreplay.UnfinishedEffectError) as caught, replaying:
+        # Postgres holds no salt: masked values are compared by kind there, and the replay says so.
+        salt_warning = (
+            pytest.warns(spanreplay.SpanReplayWarning, match="salt is not here")
+            if source == pg_dsn
+            else contextlib.nullcontext()
+        )
+        with pytest.raises(spanreplay.UnfinishedEffectError) as caught, salt_warning, replaying:
             payer.main()
         assert replaying.outcome == "reproduced"  # the crash point was reached
         error = caught.value
