@@ -11,8 +11,9 @@ and the replay warns once.
 
 from __future__ import annotations
 
+import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,8 @@ from .errors import InputChangedError
 from .masking import Masker, MaskingSession
 from .masking._place_checks import changed_place, checks_of, path_segments, places
 from .readers._base import warn
+
+logger = logging.getLogger("spanreplay")
 
 __all__ = ["InputChecks", "ReplayChecks"]
 
@@ -74,6 +77,40 @@ class InputChecks:
         if not found:
             return None
         return orjson.dumps(checks_of(salt, call_id, found)).decode()
+
+    def add_to(
+        self,
+        attributes: dict[str, Any],
+        kind: str,
+        key: str,
+        call_id: str,
+        value: Any,
+        masked: str,
+        *,
+        strict: bool,
+        failed: Callable[[str], None],
+    ) -> bool:
+        """Put the exact checks of a masked input on its span's ``attributes``; ``masked`` is
+        the JSON list of the places masked. False when the salt could not be written: the
+        run then records on without checks."""
+        try:
+            fired = [(str(r["path"]), str(r["rule"])) for r in orjson.loads(masked)]
+            checks = self.attribute(kind, key, call_id, value, fired)
+        except OSError:
+            if strict:
+                raise
+            # Recorded on without exact checks: replay compares masked values by kind and says
+            # so. Said quietly here: a trace dir that cannot hold the salt cannot hold the trace
+            # file either, and the file processor reports that once.
+            logger.debug("spanreplay could not write the salt of run %s", self._run_id, exc_info=True)
+            return False
+        except Exception:
+            attributes[sc.INPUT_CHECKS] = sc.INPUT_UNCHECKED  # replay compares this input by kind
+            failed(f"check the masked input of {kind} {key!r}")
+            return True
+        if checks is not None:
+            attributes[sc.INPUT_CHECKS] = checks
+        return True
 
     def _salted(self) -> tuple[bytes, MaskingSession]:
         with self._lock:

@@ -291,8 +291,10 @@ class RecordingRun(Run):
             self._inputs.add_input(attributes, kind, key, seq, input, data)
             if masked:
                 attributes[sc.INPUT + sc.MASKED_SUFFIX] = masked
-                if self._checks is not None:
-                    self._add_checks(attributes, kind, key, call_id, unmasked, masked)
+                if self._checks is not None and not self._checks.add_to(
+                    attributes, kind, key, call_id, unmasked, masked, strict=self._strict, failed=self.internal_failure
+                ):
+                    self._checks = None  # the salt could not be written: replay compares by kind
             if extra:  # the only way message content gets here
                 self.mask_content(kind, key, attributes)
             span = self._tracer.start_span(
@@ -305,31 +307,6 @@ class RecordingRun(Run):
         except Exception:
             self.internal_failure(f"start the span of {kind} {key!r}")
             return None, Scope(self, call_id, scope.context)
-
-    def _add_checks(
-        self, attributes: dict[str, Any], kind: str, key: str, call_id: str, value: Any, masked: str
-    ) -> None:
-        """The exact checks of a masked input, for a run masked without a key; ``masked``
-        is the JSON list of the places masked."""
-        assert self._checks is not None
-        try:
-            fired = [(str(r["path"]), str(r["rule"])) for r in orjson.loads(masked)]
-            checks = self._checks.attribute(kind, key, call_id, value, fired)
-        except OSError:
-            if self._strict:
-                raise
-            # Recorded on without exact checks: replay compares masked values by kind and says
-            # so. Said quietly here: a trace dir that cannot hold the salt cannot hold the trace
-            # file either, and the file processor reports that once.
-            logger.debug("spanreplay could not write the salt of run %s", self.run_id, exc_info=True)
-            self._checks = None
-            return
-        except Exception:
-            attributes[sc.INPUT_CHECKS] = sc.INPUT_UNCHECKED  # replay compares this input by kind
-            self.internal_failure(f"check the masked input of {kind} {key!r}")
-            return
-        if checks is not None:
-            attributes[sc.INPUT_CHECKS] = checks
 
     def _boundary(self, kind: str, key: str) -> tuple[str, SpanKind, dict[str, Any]]:
         """A boundary's span name, span kind and the attributes every call of it starts with.
