@@ -30,6 +30,7 @@ from ._config import Settings, configure, is_configured, reset, settings
 from ._error_records import register_error_rebuilder
 from ._events import ErrorInfo, Event, EventLog, RunInfo, RunSummary
 from ._loader import load, runs
+from ._markers import patched
 from ._run import Mode, RecordingRun, ReplayingRun, Run, boundary, current_run, record, replay
 from ._typed_registry import register_type
 from .errors import (
@@ -102,6 +103,7 @@ __all__ = [
     "is_configured",
     "load",
     "now",
+    "patched",
     "random",
     "record",
     "register_error_rebuilder",

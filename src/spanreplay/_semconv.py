@@ -140,6 +140,8 @@ KIND_TOOL: Final = "tool"
 KIND_CLOCK: Final = "clock"
 KIND_RANDOM: Final = "random"
 KIND_UUID: Final = "uuid"
+# Not nondeterminism: a version marker, ``spanreplay.patched(id)``, recorded once per run.
+KIND_MARKER: Final = "marker"
 # Not a boundary: the call-id segment of a task or thread started in a run.
 KIND_BRANCH: Final = "branch"
 
