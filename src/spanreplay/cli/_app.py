@@ -12,6 +12,7 @@ from rich.text import Text
 from .. import __version__
 from ..errors import SpanReplayError
 from ..readers import SpanReplayWarning
+from ._check import check_command
 from ._common import (
     EXIT_INTERNAL,
     EXIT_INTERRUPTED,
@@ -97,13 +98,15 @@ def cli(ctx: click.Context, debug: bool) -> None:
     spanreplay runs traces/                       the recorded runs, with status and error
     spanreplay show traces/ RUN                   one run, step by step
     spanreplay replay traces/ RUN --entry m:main  run the agent code against the recording
+    spanreplay check traces/ --entry m:main       replay every run against the current code (a CI gate)
     spanreplay cost traces/ --by month            tokens and USD per agent, the runs that burned too much
     spanreplay push traces/ --endpoint URL        send the runs to a Collector, Jaeger, Tempo (OTLP)
     spanreplay report traces/ RUN -o run.html     one run as a page: timeline, cost per step, payloads
 
     Exit codes: 0 ok, 2 bad input (an unreadable source, an unknown run, a bad
     option), 4 a bug in spanreplay itself; replay adds 1 (failure reproduced)
-    and 3 (divergence), see spanreplay replay --help.
+    and 3 (divergence), see spanreplay replay --help; check adds 1 (a run
+    diverged), see spanreplay check --help.
     """
     ctx.ensure_object(CliState).debug = debug
 
@@ -119,6 +122,7 @@ cli.add_command(cost_command)
 cli.add_command(report_command)
 cli.add_command(convert_command)
 cli.add_command(push_command)
+cli.add_command(check_command)
 
 
 def main() -> None:
