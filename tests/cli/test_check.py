@@ -20,6 +20,8 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import spanreplay
 from spanreplay import _semconv as sc
@@ -384,3 +386,37 @@ def test_the_help_names_the_outcomes_and_exit_codes() -> None:
     text = " ".join(result.output.split())
     for fragment in ("completed", "reproduced", "diverged", "--junit-xml", "-j, --jobs", "1 at least one run diverged"):
         assert fragment in text, fragment
+
+
+# --- the JUnit writer ------------------------------------------------------------------------------
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=st.text(), name=st.text(min_size=1))
+def test_junit_xml_stays_readable_whatever_the_runs_printed(tmp_path: Path, text: str, name: str) -> None:
+    from spanreplay.cli._junit import Case, write_junit_xml, xml_text
+
+    path = tmp_path / "report.xml"
+    cases = [
+        Case(name=name, classname="spanreplay.shop", seconds=0.5, failure=("failure", text, "X", text), stdout=text),
+        Case(name="run_ok", classname="spanreplay.shop", seconds=0.25),
+        Case(name="run_bad", classname="spanreplay.shop", seconds=0.0, failure=("error", "e", "BadInput", "e")),
+    ]
+    write_junit_xml(path, "spanreplay check traces", cases, timestamp=datetime(2027, 3, 1, tzinfo=UTC), seconds=1.0)
+    suite = ET.parse(path).getroot()[0]
+    assert (suite.attrib["tests"], suite.attrib["failures"], suite.attrib["errors"]) == ("3", "1", "1")
+    first, ok, bad = suite
+    assert first.attrib["name"] == xml_text(name)
+    (failure,) = first.findall("failure")
+    # Attributes keep every character (written as references); element text reads a
+    # carriage return back as a newline, as XML parsers must.
+    assert failure.attrib["message"] == xml_text(text)
+    assert (failure.text or "") == xml_text(text).replace("\r\n", "\n").replace("\r", "\n")
+    assert list(ok) == []
+    assert [child.tag for child in bad] == ["error"]
+
+
+def test_xml_text_writes_what_xml_cannot_hold_as_visible_escapes() -> None:
+    from spanreplay.cli._junit import xml_text
+
+    assert xml_text("ok\x1b[31mred\x00\ud800\ufffe\ttab\n") == "ok\\x1b[31mred\\x00\\ud800\\ufffe\ttab\n"
