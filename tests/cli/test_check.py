@@ -150,6 +150,17 @@ def shop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, trace_dir: Path) -> It
     sys.modules.pop(agent.name, None)
 
 
+@pytest.fixture(params=["forkserver", "interpreter"])
+def launcher(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each run forked from a server that imported spanreplay, or started as a new interpreter."""
+    from spanreplay.cli import _check_processes
+
+    if request.param == "forkserver" and not _check_processes.use_forkserver:
+        pytest.skip("this platform has no forkserver")
+    monkeypatch.setattr(_check_processes, "use_forkserver", request.param == "forkserver")
+    return str(request.param)
+
+
 def check(*args: str, clock: datetime | None = None) -> Result:
     state = CliState() if clock is None else CliState(clock=lambda: clock)
     return CliRunner().invoke(cli, ["check", "traces", *args], obj=state, prog_name="spanreplay")
@@ -176,7 +187,9 @@ def junit_cases(path: Path) -> dict[str, ET.Element]:
 
 
 @pytest.mark.slow
-def test_check_writes_one_junit_testcase_per_run_and_exits_1_when_one_diverges(shop: Agent, tmp_path: Path) -> None:
+def test_check_writes_one_junit_testcase_per_run_and_exits_1_when_one_diverges(
+    shop: Agent, tmp_path: Path, launcher: str
+) -> None:
     shop.write(fail_on="pear")
     apple, pear, banana = shop.record("apple"), shop.record("pear"), shop.record("banana")
     shop.write(fail_on="pear", changed_for="banana")  # the deploy: banana's fetch now asks for 9
@@ -223,7 +236,7 @@ def test_unchanged_code_passes_with_parallel_jobs_and_json_keeps_the_run_order(s
 
 
 @pytest.mark.slow
-def test_each_run_is_replayed_in_a_fresh_process_so_module_state_does_not_leak(shop: Agent) -> None:
+def test_each_run_is_replayed_in_a_fresh_process_so_module_state_does_not_leak(shop: Agent, launcher: str) -> None:
     # main() takes another path the second time it runs in one process (see STATE).
     run_ids = [shop.record(item) for item in ("apple", "banana", "cherry")]
     result = check("--entry", shop.entry, "--json")
@@ -325,7 +338,7 @@ def test_parse_since_takes_ages_and_dates() -> None:
 
 
 @pytest.mark.slow
-def test_a_replay_that_kills_its_process_is_a_divergence_of_that_run_only(shop: Agent) -> None:
+def test_a_replay_that_kills_its_process_is_a_divergence_of_that_run_only(shop: Agent, launcher: str) -> None:
     fine, dying = shop.record("apple"), shop.record("plum")
     shop.write(exit_on="plum")
     result = check("--entry", shop.entry, "-j", "2")

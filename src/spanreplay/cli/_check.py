@@ -1,14 +1,11 @@
 """``spanreplay check SOURCE --entry M:F``: replay many recorded runs against the current code.
 
 A deploy gate: every selected run is replayed in a process of its own (see
-``_check_run``), ``-j N`` at a time, and the command exits 1 when one diverged.
+``_check_processes``), ``-j N`` at a time, and the command exits 1 when one diverged.
 """
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
@@ -17,14 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import click
-import orjson
 from rich.text import Text
-
-import spanreplay
 
 from .._events import RunSummary
 from ..readers import STDIN
 from ..sources import open_source
+from ._check_processes import replay_in_fresh_process
 from ._check_run import COMPLETED, DIVERGED, ERROR, REPRODUCED, Verdict
 from ._check_select import STATUSES, parse_since, select_runs
 from ._common import EXIT_BAD_INPUT, EXIT_OK, BadInput, CliState, console, print_json, printable
@@ -49,9 +44,6 @@ Exit codes:
   {EXIT_BAD_INPUT}  bad input: an unreadable source, a bad option, a run that could not
      be replayed (an --entry that cannot be imported, an unreadable run)
 """
-
-# Lines of the replayed code's output kept per run (the last ones, where a failure shows).
-_OUTPUT_LINES = 200
 
 
 @dataclass(frozen=True)
@@ -177,86 +169,19 @@ def _replay_all(
     if not runs:
         return
     with tempfile.TemporaryDirectory(prefix="spanreplay-check-") as scratch:
+
+        def one(item: tuple[int, RunSummary]) -> Checked:
+            number, run = item
+            directory = Path(scratch, str(number))
+            directory.mkdir()
+            done = replay_in_fresh_process(source, run.run_id, entry, ignore_paths, timeout, directory)
+            return Checked(run, done.verdict, done.stdout, done.stderr, done.seconds)
+
         if jobs == 1:
-            for number, run in enumerate(runs):
-                yield _replay_in_child(source, run, entry, ignore_paths, timeout, Path(scratch, f"{number}.json"))
+            yield from map(one, enumerate(runs))
             return
         with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="spanreplay-check") as pool:
-            yield from pool.map(
-                lambda item: _replay_in_child(
-                    source, item[1], entry, ignore_paths, timeout, Path(scratch, f"{item[0]}.json")
-                ),
-                enumerate(runs),
-            )
-
-
-def _replay_in_child(
-    source: str,
-    run: RunSummary,
-    entry: str,
-    ignore_paths: Sequence[str],
-    timeout: float | None,
-    verdict_file: Path,
-) -> Checked:
-    spec = orjson.dumps(
-        {"source": source, "run_id": run.run_id, "entry": entry, "ignore_paths": list(ignore_paths)}
-    ).decode()
-    started = time.perf_counter()
-    try:
-        done = subprocess.run(
-            [sys.executable, "-m", "spanreplay.cli._check_run", str(verdict_file), spec],
-            capture_output=True,
-            env=_child_environment(),
-            timeout=timeout,
-            check=False,
-        )
-    except subprocess.TimeoutExpired as exc:
-        return Checked(
-            run,
-            Verdict(
-                run.run_id,
-                DIVERGED,
-                reason=f"the replay did not finish within --timeout {timeout:g} s; its process was killed",
-                error_type="Timeout",
-                seconds=time.perf_counter() - started,
-            ),
-            _text(exc.stdout),
-            _text(exc.stderr),
-            time.perf_counter() - started,
-        )
-    stdout, stderr = _text(done.stdout), _text(done.stderr)
-    try:
-        verdict = Verdict(**orjson.loads(verdict_file.read_bytes()))
-    except (OSError, orjson.JSONDecodeError, TypeError):
-        last = next((line for line in reversed(stderr.splitlines()) if line.strip()), "")
-        verdict = Verdict(
-            run.run_id,
-            DIVERGED,
-            reason=f"the replay's process ended with exit code {done.returncode} before it gave a verdict"
-            + (f"; the last line it wrote to stderr: {last}" if last else "; it wrote nothing to stderr"),
-            error_type="ProcessExit",
-            seconds=time.perf_counter() - started,
-        )
-    return Checked(run, verdict, stdout, stderr, time.perf_counter() - started)
-
-
-def _child_environment() -> dict[str, str]:
-    """This process's environment, with the spanreplay it runs first on the child's path."""
-    env = dict(os.environ)
-    here = str(Path(spanreplay.__file__).resolve().parent.parent)
-    path = env.get("PYTHONPATH", "")
-    env["PYTHONPATH"] = here + (os.pathsep + path if path else "")
-    return env
-
-
-def _text(data: bytes | str | None) -> str:
-    if data is None:
-        return ""
-    text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
-    lines = text.splitlines(keepends=True)
-    if len(lines) > _OUTPUT_LINES:
-        text = f"[{len(lines) - _OUTPUT_LINES} earlier lines left out]\n" + "".join(lines[-_OUTPUT_LINES:])
-    return text
+            yield from pool.map(one, enumerate(runs))
 
 
 _STYLES = {COMPLETED: "bold green", REPRODUCED: "bold green", DIVERGED: "bold red", ERROR: "bold red"}

@@ -1,17 +1,20 @@
 """One run of ``spanreplay check``: replay it against the entry point and say how it ended.
 
-``spanreplay check`` runs this module once per run, each in a fresh process
-(``python -m spanreplay.cli._check_run VERDICT_FILE SPEC``): the entry point's
-module state (caches, counters, clients opened at import) never carries over
-from one replayed run to the next, and a run that hangs or kills its process
-takes only its own replay with it. The verdict is written as JSON to
-VERDICT_FILE; the replayed code's own output stays on stdout and stderr.
+``spanreplay check`` replays each run in a fresh process (see ``_check_processes``):
+the entry point's module state (caches, counters, clients opened at import)
+never carries over from one replayed run to the next, and a run that hangs or
+kills its process takes only its own replay with it. The process is forked from
+a server that imported this module (``run_forked``) or, where there is no
+fork, started as ``python -m spanreplay.cli._check_run VERDICT_FILE SPEC``
+(``main``). The verdict is written as JSON to VERDICT_FILE; the replayed code's
+own output goes to its stdout and stderr.
 """
 
 from __future__ import annotations
 
 import asyncio
 import inspect
+import os
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -166,6 +169,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     verdict = replay_one(spec["source"], spec["run_id"], spec["entry"], spec.get("ignore_paths", ()))
     Path(args[0]).write_bytes(orjson.dumps(verdict.to_dict()))
     return 0
+
+
+def run_forked(verdict_file: str, spec: str, cwd: str, env: dict[str, str], stdout: str, stderr: str) -> None:
+    """``main`` in a process forked from the server: first made to look like a new one of the caller's.
+
+    The server was started once, from wherever the caller was then: the run gets the
+    caller's current directory and environment, and its output goes to the files given.
+    """
+    os.chdir(cwd)
+    os.environ.clear()
+    os.environ.update(env)
+    sys.dont_write_bytecode = bool(env.get("PYTHONDONTWRITEBYTECODE"))
+    for fd, path in ((1, stdout), (2, stderr)):
+        opened = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.dup2(opened, fd)
+        os.close(opened)
+    try:
+        main([verdict_file, spec])
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
 
 
 if __name__ == "__main__":
