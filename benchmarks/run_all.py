@@ -30,6 +30,7 @@ BENCHMARKS = (
     "bench_postgres.py",  # needs PostgreSQL at 127.0.0.1:5432 or SPANREPLAY_TEST_PG_DSN
     "bench_cost.py",
     "bench_anthropic.py",  # needs vcrpy (the bench extra)
+    "bench_check.py",
 )
 
 
