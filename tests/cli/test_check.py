@@ -41,6 +41,7 @@ CHANGED_FOR = {changed_for!r}
 USE_MARKER = {use_marker!r}
 EXIT_ON = {exit_on!r}
 SLEEP_ON = {sleep_on!r}
+CATCH = {catch!r}
 STATE = []
 
 
@@ -79,10 +80,15 @@ def main():
         os._exit(3)
     if item == SLEEP_ON:
         time.sleep(60)
-    if USE_MARKER and spanreplay.patched("retry-v2"):
-        got = fetch_with_retry(item, 3)
-    else:
-        got = fetch(item, limit=9 if item == CHANGED_FOR else 3)
+    try:
+        if USE_MARKER and spanreplay.patched("retry-v2"):
+            got = fetch_with_retry(item, 3)
+        else:
+            got = fetch(item, limit=9 if item == CHANGED_FOR else 3)
+    except QuotaExceeded:
+        if CATCH:
+            return "gave up"
+        raise
     if len(STATE) > 1:
         fetch("again")
     return store({{"item": got["item"], "at": stamp}})
@@ -96,9 +102,15 @@ def agent_source(
     use_marker: bool = False,
     exit_on: str = "",
     sleep_on: str = "",
+    catch: bool = False,
 ) -> str:
     return AGENT_TEMPLATE.format(
-        fail_on=fail_on, changed_for=changed_for, use_marker=use_marker, exit_on=exit_on, sleep_on=sleep_on
+        fail_on=fail_on,
+        changed_for=changed_for,
+        use_marker=use_marker,
+        exit_on=exit_on,
+        sleep_on=sleep_on,
+        catch=catch,
     )
 
 
@@ -222,6 +234,19 @@ def test_check_writes_one_junit_testcase_per_run_and_exits_1_when_one_diverges(
 
 
 @pytest.mark.slow
+def test_a_failed_run_that_no_longer_fails_diverges_at_the_end(shop: Agent) -> None:
+    shop.write(fail_on="pear")
+    pear = shop.record("pear")
+    shop.write(fail_on="pear", catch=True)  # the fix: the agent now gives up instead of failing
+    result = check("--entry", shop.entry, "--json")
+    assert result.exit_code == 1, result.output
+    (verdict,) = json.loads(result.stdout)["runs"]
+    assert (verdict["run_id"], verdict["outcome"], verdict["seq"]) == (pear, "diverged", None)
+    assert verdict["error_type"] == "OutcomeChangedError"
+    assert verdict["reason"].startswith(f"Replay of run {pear} completed, but the recorded run failed with ")
+
+
+@pytest.mark.slow
 def test_unchanged_code_passes_with_parallel_jobs_and_json_keeps_the_run_order(shop: Agent) -> None:
     shop.write(fail_on="pear")
     run_ids = [shop.record(item) for item in ("apple", "pear", "banana", "cherry")]
@@ -255,6 +280,27 @@ def test_each_run_is_replayed_in_a_fresh_process_so_module_state_does_not_leak(s
             pass
         outcomes.append(run.outcome)
     assert outcomes == ["completed", "diverged", "diverged"]
+
+
+@pytest.mark.slow
+def test_each_run_replays_with_the_environment_check_was_called_with(
+    shop: Agent, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, provider: Any, launcher: str
+) -> None:
+    # A forkserver started by an earlier check (another environment) must not decide the masking.
+    monkeypatch.setenv("SPANREPLAY_MASK_KEY", "k" * 32)
+    spanreplay.configure(trace_dir=tmp_path / "traces", tracer_provider=provider, raise_internal_errors=True)
+    run_id = shop.record("ann.lee@example.com")
+    fetched = next(e for e in spanreplay.load("traces", run_id) if e.key == "fetch")
+    assert "ann.lee@example.com" not in fetched.input_json.decode()
+    keyed = check("--entry", shop.entry, "--json")
+    assert keyed.exit_code == 0, keyed.output
+    assert [r["outcome"] for r in json.loads(keyed.stdout)["runs"]] == ["completed"]
+    monkeypatch.delenv("SPANREPLAY_MASK_KEY")
+    unkeyed = check("--entry", shop.entry, "--json")
+    assert unkeyed.exit_code == 2, unkeyed.output
+    (verdict,) = json.loads(unkeyed.stdout)["runs"]
+    assert verdict["outcome"] == "error"
+    assert "with the mask key whose id is" in verdict["reason"]
 
 
 # --- version markers through check ------------------------------------------------------------

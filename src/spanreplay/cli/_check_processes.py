@@ -32,7 +32,7 @@ __all__ = ["Replayed", "replay_in_fresh_process"]
 # Lines of the replayed code's output kept per run (the last ones, where a failure shows).
 _OUTPUT_LINES: Final = 200
 # What the server imports once for every run it forks.
-_PRELOAD: Final = ["spanreplay.cli._check_run"]
+_PRELOAD: Final = ["spanreplay.cli._check_server"]
 
 # Whether runs are forked from a server (True) or started as new interpreters; tests switch it.
 use_forkserver = "forkserver" in multiprocessing.get_all_start_methods()
