@@ -36,6 +36,8 @@ from opentelemetry.sdk.trace import TracerProvider
 import spanreplay
 
 NAME = "check"
+# New interpreters started per repeat for the figure without the forkserver (each takes about a second).
+FLOOR_PROCESSES = 5
 SRC = str(Path(spanreplay.__file__).resolve().parent.parent)
 
 AGENT = f"""
@@ -115,7 +117,7 @@ def measure(*, runs: int, repeats: int) -> list[Figure]:
 
         def interpreter_floor() -> int:
             start = time.perf_counter_ns()
-            for _ in range(runs):
+            for _ in range(FLOOR_PROCESSES):
                 subprocess.run(
                     [sys.executable, "-c", "import spanreplay.cli._check_run"], cwd=workdir, env=env, check=True
                 )
@@ -146,11 +148,13 @@ def measure(*, runs: int, repeats: int) -> list[Figure]:
     }
     fixed = [h / 1e6 - runs * p for h, p in zip(samples["j1_half"], per_run["j1"], strict=True)]
     plain_ms = ms(samples["plain"], 2 * runs)
-    floor_ms = ms(samples["floor"], runs)
+    floor_ms = ms(samples["floor"], FLOOR_PROCESSES)
+    all_in = ms(samples["j1_all"], 2 * runs)
     figures = [
         Figure(NAME, "check -j 1, each run", median(per_run["j1"]), "ms/run", note=noise(per_run["j1"])),
         Figure(NAME, "check -j 2, each run", median(per_run["j2"]), "ms/run", note=noise(per_run["j2"])),
-        Figure(NAME, "check, once per command", median(fixed), "ms", note="start, imports, listing the runs"),
+        Figure(NAME, "check, once per command", median(fixed), "ms", note="start, imports, forkserver, listing"),
+        Figure(NAME, f"check -j 1 over {2 * runs} runs, all in, per run", median(all_in), "ms/run", note=noise(all_in)),
         Figure(NAME, "plain replay in one process, each run", median(plain_ms), "ms/run", note=noise(plain_ms)),
         Figure(
             NAME,
@@ -171,7 +175,7 @@ def measure(*, runs: int, repeats: int) -> list[Figure]:
 
 def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(__doc__.splitlines()[0], argv)
-    runs, repeats = (3, 1) if args.quick else (10, 5)
+    runs, repeats = (3, 1) if args.quick else (20, 7)
     emit(measure(runs=runs, repeats=repeats), as_json=args.json)
 
 

@@ -162,14 +162,14 @@ def shop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, trace_dir: Path) -> It
     sys.modules.pop(agent.name, None)
 
 
-@pytest.fixture(params=["forkserver", "interpreter"])
+@pytest.fixture(params=["fork", "interpreter"])
 def launcher(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Each run forked from a server that imported spanreplay, or started as a new interpreter."""
+    """Each run forked from a server that imported spanreplay once, or started as a new interpreter."""
     from spanreplay.cli import _check_processes
 
-    if request.param == "forkserver" and not _check_processes.use_forkserver:
-        pytest.skip("this platform has no forkserver")
-    monkeypatch.setattr(_check_processes, "use_forkserver", request.param == "forkserver")
+    if request.param == "fork" and not _check_processes.use_forkserver:
+        pytest.skip("this platform cannot fork")
+    monkeypatch.setattr(_check_processes, "use_forkserver", request.param == "fork")
     return str(request.param)
 
 
@@ -286,7 +286,7 @@ def test_each_run_is_replayed_in_a_fresh_process_so_module_state_does_not_leak(s
 def test_each_run_replays_with_the_environment_check_was_called_with(
     shop: Agent, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, provider: Any, launcher: str
 ) -> None:
-    # A forkserver started by an earlier check (another environment) must not decide the masking.
+    # The masker the fork server prepared (with the key) must not serve a run replayed without it.
     monkeypatch.setenv("SPANREPLAY_MASK_KEY", "k" * 32)
     spanreplay.configure(trace_dir=tmp_path / "traces", tracer_provider=provider, raise_internal_errors=True)
     run_id = shop.record("ann.lee@example.com")

@@ -19,7 +19,7 @@ from rich.text import Text
 from .._events import RunSummary
 from ..readers import STDIN
 from ..sources import open_source
-from ._check_processes import replay_in_fresh_process
+from ._check_processes import fresh_processes, replay_in_fresh_process
 from ._check_run import COMPLETED, DIVERGED, ERROR, REPRODUCED, Verdict
 from ._check_select import STATUSES, parse_since, select_runs
 from ._common import EXIT_BAD_INPUT, EXIT_OK, BadInput, CliState, console, print_json, printable
@@ -168,7 +168,7 @@ def _replay_all(
     """Each run's verdict, in the order of ``runs``, replayed ``jobs`` at a time."""
     if not runs:
         return
-    with tempfile.TemporaryDirectory(prefix="spanreplay-check-") as scratch:
+    with tempfile.TemporaryDirectory(prefix="spanreplay-check-") as scratch, fresh_processes():
 
         def one(item: tuple[int, RunSummary]) -> Checked:
             number, run = item

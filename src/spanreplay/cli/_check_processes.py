@@ -2,40 +2,43 @@
 
 Isolation is the point: an entry point's module state must not leak from one
 replayed run into the next. A new interpreter per run gives that, but spends
-most of its time importing spanreplay (and OpenTelemetry, orjson, rich) again.
-Where the platform can fork, a multiprocessing forkserver imports spanreplay
-once, and each run gets a process forked from it: fresh, since the server never
-imports the entry point nor opens a run, and much cheaper to start. Elsewhere
-(Windows) each run starts ``python -m spanreplay.cli._check_run``.
+most of its time importing spanreplay (and OpenTelemetry, orjson, rich) and
+compiling the masking databases again. Where the platform can fork, ``check``
+starts one server (``_check_server``) that does that once and forks a process
+per run: fresh, since the server never imports the entry point nor opens a run,
+and much cheaper to start. (multiprocessing's forkserver would run the caller's
+``__main__`` again in every run, which a script that calls the command line
+without a ``__name__`` guard does not survive.) Elsewhere (Windows) each run
+starts ``python -m spanreplay.cli._check_run``.
 """
 
 from __future__ import annotations
 
-import multiprocessing
 import os
+import signal
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Future
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import IO, Any, Final
 
 import orjson
 
 import spanreplay
 
-from ._check_run import DIVERGED, Verdict, run_forked
+from ._check_run import DIVERGED, Verdict
 
-__all__ = ["Replayed", "replay_in_fresh_process"]
+__all__ = ["ForkServer", "Replayed", "fresh_processes", "replay_in_fresh_process"]
 
 # Lines of the replayed code's output kept per run (the last ones, where a failure shows).
 _OUTPUT_LINES: Final = 200
-# What the server imports once for every run it forks.
-_PRELOAD: Final = ["spanreplay.cli._check_server"]
-
 # Whether runs are forked from a server (True) or started as new interpreters; tests switch it.
-use_forkserver = "forkserver" in multiprocessing.get_all_start_methods()
+use_forkserver = hasattr(os, "fork")
 
 
 @dataclass(frozen=True)
@@ -46,6 +49,102 @@ class Replayed:
     stdout: str
     stderr: str
     seconds: float
+
+
+class ForkServer:
+    """A running ``_check_server``, and the runs it was asked to fork; safe to use from several threads."""
+
+    def __init__(self) -> None:
+        self._process = subprocess.Popen(
+            [sys.executable, "-m", "spanreplay.cli._check_server"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=_child_environment(),
+        )
+        assert self._process.stdin is not None
+        assert self._process.stdout is not None
+        self._requests: IO[bytes] = self._process.stdin
+        self._lock = threading.Lock()
+        self._waiting: dict[str, tuple[Future[int], Future[int]]] = {}
+        self._count = 0
+        self._pids: set[int] = set()
+        self._reader = threading.Thread(target=self._read, args=(self._process.stdout,), daemon=True)
+        self._reader.start()
+
+    def run(self, request: dict[str, Any], timeout: float | None) -> int | None:
+        """Fork a run and wait for it: its exit code, or None when it outlived ``timeout`` (it is killed)."""
+        started, ended = Future[int](), Future[int]()
+        with self._lock:
+            self._count += 1
+            key = str(self._count)
+            self._waiting[key] = (started, ended)
+            self._requests.write(orjson.dumps({**request, "id": key}) + b"\n")
+            self._requests.flush()
+        pid = started.result()
+        self._pids.add(pid)
+        try:
+            return ended.result(timeout)
+        except TimeoutError:
+            with suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+            ended.result()
+            return None
+        finally:
+            self._pids.discard(pid)
+
+    def abort(self) -> None:
+        """Kill the runs still going (the command was interrupted, or failed)."""
+        for pid in list(self._pids):
+            with suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+    def _read(self, replies: IO[bytes]) -> None:
+        for line in replies:
+            reply = orjson.loads(line)
+            with self._lock:
+                started, ended = self._waiting[reply["id"]]
+                if "exit" in reply:
+                    del self._waiting[reply["id"]]
+            if "pid" in reply:
+                started.set_result(reply["pid"])
+            else:
+                ended.set_result(reply["exit"])
+        # The server is gone: whoever still waits hears it as a run that died.
+        with self._lock:
+            left, self._waiting = self._waiting, {}
+        for started, ended in left.values():
+            for future in (started, ended):
+                if not future.done():
+                    future.set_result(-1 if future is ended else 0)
+
+    def close(self) -> None:
+        """Let the server leave once its runs have ended, and wait for it."""
+        self._requests.close()
+        self._process.wait()
+        self._reader.join()
+        assert self._process.stdout is not None
+        self._process.stdout.close()
+
+
+_server: ForkServer | None = None
+
+
+@contextmanager
+def fresh_processes() -> Iterator[None]:
+    """While open, ``replay_in_fresh_process`` forks runs from one server (where the platform can fork)."""
+    global _server
+    if not use_forkserver:
+        yield
+        return
+    _server = ForkServer()
+    try:
+        yield
+    except BaseException:
+        _server.abort()
+        raise
+    finally:
+        server, _server = _server, None
+        server.close()
 
 
 def replay_in_fresh_process(
@@ -60,8 +159,9 @@ def replay_in_fresh_process(
     spec = orjson.dumps({"source": source, "run_id": run_id, "entry": entry, "ignore_paths": list(ignore_paths)})
     verdict_file = scratch / "verdict.json"
     started = time.perf_counter()
-    if use_forkserver:
-        exit_code, stdout, stderr = _forked(spec.decode(), verdict_file, scratch, timeout)
+    server = _server
+    if server is not None:
+        exit_code, stdout, stderr = _forked(server, spec.decode(), verdict_file, scratch, timeout)
     else:
         exit_code, stdout, stderr = _spawned(spec.decode(), verdict_file, timeout)
     seconds = time.perf_counter() - started
@@ -86,25 +186,19 @@ def replay_in_fresh_process(
     return Replayed(verdict, stdout, stderr, seconds)
 
 
-def _forked(spec: str, verdict_file: Path, scratch: Path, timeout: float | None) -> tuple[int | None, str, str]:
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(_PRELOAD)
+def _forked(
+    server: ForkServer, spec: str, verdict_file: Path, scratch: Path, timeout: float | None
+) -> tuple[int | None, str, str]:
     out, err = scratch / "stdout", scratch / "stderr"
-    process = context.Process(
-        target=run_forked,
-        args=(str(verdict_file), spec, os.getcwd(), dict(os.environ), str(out), str(err)),
-        name="spanreplay-check",
-        daemon=True,
-    )
-    process.start()
-    process.join(timeout)
-    if process.is_alive():
-        process.kill()
-        process.join()
-        exit_code = None
-    else:
-        exit_code = process.exitcode if process.exitcode is not None else -1
-    process.close()
+    request = {
+        "verdict": str(verdict_file),
+        "spec": spec,
+        "cwd": os.getcwd(),
+        "env": dict(os.environ),
+        "stdout": str(out),
+        "stderr": str(err),
+    }
+    exit_code = server.run(request, timeout)
     return exit_code, _read(out), _read(err)
 
 
