@@ -29,7 +29,7 @@ from .. import _semconv as sc
 from .._events import EventLog
 from .._run import ReplayingRun, replay
 from ..errors import ReplayDivergenceError, SpanReplayError
-from ._replay import _never_asked, _script_errors, cwd_on_path, failing_step, load_entry
+from ._replay import cwd_on_path, failing_step, load_entry, never_asked, script_errors
 
 __all__ = ["COMPLETED", "DIVERGED", "ERROR", "REPRODUCED", "Verdict", "judge", "main", "replay_one"]
 
@@ -80,12 +80,12 @@ def replay_one(source: str, run_id: str, entry: str, ignore_paths: Sequence[str]
         with cwd_on_path():
             function = load_entry(entry)
             replaying = replay(source, run_id, ignore_paths=ignore_paths)
-            _script_errors.register()
-            _script_errors.module = sys.modules.get(entry.partition(":")[0])
+            script_errors.register()
+            script_errors.module = sys.modules.get(entry.partition(":")[0])
             try:
                 verdict = judge(replaying, function)
             finally:
-                _script_errors.module = None
+                script_errors.module = None
     except click.ClickException as exc:  # an --entry that cannot be used
         verdict = Verdict(run_id, ERROR, reason=exc.format_message(), error_type="BadInput")
     except SpanReplayError as exc:  # the run cannot be loaded, or replayed with the masking at hand
@@ -131,7 +131,7 @@ def judge(replaying: ReplayingRun, function: Callable[[], Any]) -> Verdict:
         if replaying.outcome != REPRODUCED:
             return Verdict(run_id, DIVERGED, None, f"the replay ended with {what}", type(exc).__qualname__)
         step = failing_step(log)
-        never = _never_asked(replaying)
+        never = never_asked(replaying)
         if never:
             first = never[0]
             return Verdict(
