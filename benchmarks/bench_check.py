@@ -1,19 +1,20 @@
 """Time per replayed run of ``spanreplay check`` against a plain replay of the same runs in one process.
 
-A small agent (a clock read, a uuid, four tools with 1 KB payloads, about ten
-boundaries a run) is recorded N times to real trace files. Each repeat then
+A small agent (a clock read, a uuid, a random draw, six tools with 1 KB inputs,
+ten boundaries a run) is recorded N times to real trace files. Each repeat then
 times, interleaved:
 
-- ``check -j 1`` and ``check -j 2``: the whole command (``python -m spanreplay.cli
-  check DIR --entry agent:main --json``), which lists the runs and replays each
-  in a fresh process, over N runs and over 2N: the difference is what each run
-  costs, the rest what the command costs once;
+- each run as check replays it, forked from check's server (``-j 1``, and two at a
+  time as ``-j 2`` does): the loop of ``_check_processes.replay_in_fresh_process``
+  over the N runs, the server started before the clock starts;
+- the same with a new interpreter per run (``python -m spanreplay.cli._check_run``,
+  what platforms without fork get);
 - the plain replay: in this process, for every run, ``spanreplay.load`` and the
   entry called under ``spanreplay.replay`` (module state shared between runs,
   which is what check's process per run avoids);
-- a new interpreter per run: ``python -c "import spanreplay.cli._check_run"``
-  (the interpreter and spanreplay's imports, no replay), which is what each run
-  would cost if check did not fork its runs from a server that imported them once.
+- the whole command over the N runs (``python -m spanreplay.cli check DIR
+  --entry agent:main --json``, -j 1): its start, its imports, the server's start,
+  the listing, and every run.
 
     python benchmarks/bench_check.py [--quick] [--json]
 """
@@ -36,8 +37,6 @@ from opentelemetry.sdk.trace import TracerProvider
 import spanreplay
 
 NAME = "check"
-# New interpreters started per repeat for the figure without the forkserver (each takes about a second).
-FLOOR_PROCESSES = 5
 SRC = str(Path(spanreplay.__file__).resolve().parent.parent)
 
 AGENT = f"""
@@ -74,38 +73,55 @@ def main():
 
 
 def measure(*, runs: int, repeats: int) -> list[Figure]:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from spanreplay.cli import _check_processes as processes
+
     workdir = Path(tempfile.mkdtemp(prefix="spanreplay-bench-check-"))
     provider = TracerProvider()
     sys.path.insert(0, str(workdir))
+    cwd = os.getcwd()
     try:
         (workdir / "bench_check_agent.py").write_text(AGENT)
         import bench_check_agent as agent
 
-        # traces/a holds ``runs`` runs, traces/b as many again: check over traces/ replays both.
-        run_ids = []
-        for half in ("a", "b"):
-            spanreplay.configure(trace_dir=workdir / "traces" / half, tracer_provider=provider)
-            for _ in range(runs):
-                with spanreplay.record(agent="bench") as run:
-                    agent.main()
-                run_ids.append(run.run_id)
         traces = workdir / "traces"
+        spanreplay.configure(trace_dir=traces, tracer_provider=provider)
+        run_ids = []
+        for _ in range(runs):
+            with spanreplay.record(agent="bench") as run:
+                agent.main()
+            run_ids.append(run.run_id)
         steps = len(spanreplay.load(traces, run_ids[0]))
         env = {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
+        os.chdir(workdir)
 
-        def check(source: Path, jobs: int, expected: int) -> Case:
-            command = [sys.executable, "-m", "spanreplay.cli", "check", str(source)]
-            command += ["--entry", "bench_check_agent:main", "-j", str(jobs), "--json"]
+        def each_run(fork: bool, jobs: int) -> Case:
+            def one(number: int) -> None:
+                scratch = workdir / "scratch" / str(number)
+                scratch.mkdir(parents=True, exist_ok=True)
+                done = processes.replay_in_fresh_process(
+                    str(traces), run_ids[number], "bench_check_agent:main", (), None, scratch
+                )
+                assert done.verdict.outcome == "completed", done
 
             def case() -> int:
-                start = time.perf_counter_ns()
-                done = subprocess.run(command, cwd=workdir, env=env, capture_output=True, check=False)
-                elapsed = time.perf_counter_ns() - start
-                assert done.returncode == 0, done.stderr.decode()
-                assert orjson.loads(done.stdout)["totals"]["completed"] == expected, done.stdout.decode()
-                return elapsed
+                processes.use_fork_server = fork
+                with processes.fresh_processes(), ThreadPoolExecutor(jobs) as pool:
+                    start = time.perf_counter_ns()
+                    list(pool.map(one, range(runs)))
+                    return time.perf_counter_ns() - start
 
             return case
+
+        def command() -> int:
+            args = [sys.executable, "-m", "spanreplay.cli", "check", str(traces), "--entry", "bench_check_agent:main"]
+            start = time.perf_counter_ns()
+            done = subprocess.run([*args, "--json"], cwd=workdir, env=env, capture_output=True, check=False)
+            elapsed = time.perf_counter_ns() - start
+            assert done.returncode == 0, done.stderr.decode()
+            assert orjson.loads(done.stdout)["totals"]["completed"] == runs, done.stdout.decode()
+            return elapsed
 
         def plain() -> int:
             start = time.perf_counter_ns()
@@ -115,61 +131,47 @@ def measure(*, runs: int, repeats: int) -> list[Figure]:
                 assert replaying.outcome == "completed"
             return time.perf_counter_ns() - start
 
-        def interpreter_floor() -> int:
-            start = time.perf_counter_ns()
-            for _ in range(FLOOR_PROCESSES):
-                subprocess.run(
-                    [sys.executable, "-c", "import spanreplay.cli._check_run"], cwd=workdir, env=env, check=True
-                )
-            return time.perf_counter_ns() - start
-
         cases: dict[str, Case] = {
-            "j1_half": check(traces / "a", 1, runs),
-            "j1_all": check(traces, 1, 2 * runs),
-            "j2_half": check(traces / "a", 2, runs),
-            "j2_all": check(traces, 2, 2 * runs),
+            "fork_j1": each_run(True, 1),
+            "fork_j2": each_run(True, 2),
+            "interpreter": each_run(False, 1),
             "plain": plain,
-            "floor": interpreter_floor,
+            "command": command,
         }
         samples = interleaved(cases, repeats=repeats)
     finally:
+        os.chdir(cwd)
         sys.path.remove(str(workdir))
         sys.modules.pop("bench_check_agent", None)
         provider.shutdown()
         shutil.rmtree(workdir, ignore_errors=True)
 
-    def ms(values: list[int], count: int) -> list[float]:
-        return [ns / count / 1e6 for ns in values]
-
-    # What one more run adds (the command's own start and listing cancel out), per repeat.
-    per_run = {
-        jobs: [(b - a) / runs / 1e6 for a, b in zip(samples[f"{jobs}_half"], samples[f"{jobs}_all"], strict=True)]
-        for jobs in ("j1", "j2")
-    }
-    fixed = [h / 1e6 - runs * p for h, p in zip(samples["j1_half"], per_run["j1"], strict=True)]
-    plain_ms = ms(samples["plain"], 2 * runs)
-    floor_ms = ms(samples["floor"], FLOOR_PROCESSES)
-    all_in = ms(samples["j1_all"], 2 * runs)
+    ms = {case: [ns / runs / 1e6 for ns in values] for case, values in samples.items()}
     figures = [
-        Figure(NAME, "check -j 1, each run", median(per_run["j1"]), "ms/run", note=noise(per_run["j1"])),
-        Figure(NAME, "check -j 2, each run", median(per_run["j2"]), "ms/run", note=noise(per_run["j2"])),
-        Figure(NAME, "check, once per command", median(fixed), "ms", note="start, imports, forkserver, listing"),
-        Figure(NAME, f"check -j 1 over {2 * runs} runs, all in, per run", median(all_in), "ms/run", note=noise(all_in)),
-        Figure(NAME, "plain replay in one process, each run", median(plain_ms), "ms/run", note=noise(plain_ms)),
+        Figure(NAME, "each run, forked (check -j 1)", median(ms["fork_j1"]), "ms/run", note=noise(ms["fork_j1"])),
+        Figure(
+            NAME, "each run, forked, 2 at a time (-j 2)", median(ms["fork_j2"]), "ms/run", note=noise(ms["fork_j2"])
+        ),
         Figure(
             NAME,
-            "a new interpreter importing spanreplay",
-            median(floor_ms),
+            "each run, a new interpreter (no fork)",
+            median(ms["interpreter"]),
             "ms/run",
-            note="what each run would cost without the forkserver; " + noise(floor_ms),
+            note=noise(ms["interpreter"]),
+        ),
+        Figure(NAME, "plain replay in one process", median(ms["plain"]), "ms/run", note=noise(ms["plain"])),
+        Figure(
+            NAME,
+            f"the whole check command over {runs} runs",
+            median(ms["command"]),
+            "ms/run",
+            note="its start, the server's, listing: " + noise(ms["command"]),
         ),
     ]
-    for jobs, label in (("j1", "-j 1"), ("j2", "-j 2")):
-        ratios = [p / q for p, q in zip(per_run[jobs], plain_ms, strict=True)]
-        figures.append(Figure(NAME, f"ratio check {label} / plain, each run", median(ratios), "x", note=noise(ratios)))
-    figures.append(
-        Figure(NAME, "runs x repeats", 2 * runs * repeats, "runs", note=f"{runs} + {runs} runs of {steps} steps")
-    )
+    for case, label in (("fork_j1", "forked -j 1"), ("fork_j2", "forked -j 2"), ("interpreter", "new interpreter")):
+        ratios = [a / b for a, b in zip(samples[case], samples["plain"], strict=True)]
+        figures.append(Figure(NAME, f"ratio {label} / plain", median(ratios), "x", note=noise(ratios)))
+    figures.append(Figure(NAME, "runs x repeats", runs * repeats, "runs", note=f"{runs} runs of {steps} steps"))
     return figures
 
 

@@ -167,9 +167,9 @@ def launcher(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) ->
     """Each run forked from a server that imported spanreplay once, or started as a new interpreter."""
     from spanreplay.cli import _check_processes
 
-    if request.param == "fork" and not _check_processes.use_forkserver:
+    if request.param == "fork" and not _check_processes.use_fork_server:
         pytest.skip("this platform cannot fork")
-    monkeypatch.setattr(_check_processes, "use_forkserver", request.param == "fork")
+    monkeypatch.setattr(_check_processes, "use_fork_server", request.param == "fork")
     return str(request.param)
 
 

@@ -38,7 +38,7 @@ __all__ = ["ForkServer", "Replayed", "fresh_processes", "replay_in_fresh_process
 # Lines of the replayed code's output kept per run (the last ones, where a failure shows).
 _OUTPUT_LINES: Final = 200
 # Whether runs are forked from a server (True) or started as new interpreters; tests switch it.
-use_forkserver = hasattr(os, "fork")
+use_fork_server = hasattr(os, "fork")
 
 
 @dataclass(frozen=True)
@@ -68,18 +68,28 @@ class ForkServer:
         self._waiting: dict[str, tuple[Future[int], Future[int]]] = {}
         self._count = 0
         self._pids: set[int] = set()
+        # Prepared before the first run is asked for: a run's time is then its own.
+        if not self._process.stdout.readline():
+            raise self._gone()
         self._reader = threading.Thread(target=self._read, args=(self._process.stdout,), daemon=True)
         self._reader.start()
 
     def run(self, request: dict[str, Any], timeout: float | None) -> int | None:
-        """Fork a run and wait for it: its exit code, or None when it outlived ``timeout`` (it is killed)."""
+        """Fork a run and wait for it: its exit code, or None when it outlived ``timeout`` (it is killed).
+
+        Raises:
+            RuntimeError: the server itself ended (killed, out of memory): no run can be judged.
+        """
         started, ended = Future[int](), Future[int]()
         with self._lock:
             self._count += 1
             key = str(self._count)
             self._waiting[key] = (started, ended)
-            self._requests.write(orjson.dumps({**request, "id": key}) + b"\n")
-            self._requests.flush()
+            try:
+                self._requests.write(orjson.dumps({**request, "id": key}) + b"\n")
+                self._requests.flush()
+            except OSError as exc:
+                raise self._gone() from exc
         pid = started.result()
         self._pids.add(pid)
         try:
@@ -91,6 +101,13 @@ class ForkServer:
             return None
         finally:
             self._pids.discard(pid)
+
+    def _gone(self) -> RuntimeError:
+        return RuntimeError(
+            f"The process spanreplay check forks its runs from ended (exit code {self._process.poll()}) while "
+            "runs were still to be replayed; run the command again, with --debug for the traceback, or with "
+            "less -j if the machine ran out of memory."
+        )
 
     def abort(self) -> None:
         """Kill the runs still going (the command was interrupted, or failed)."""
@@ -109,13 +126,14 @@ class ForkServer:
                 started.set_result(reply["pid"])
             else:
                 ended.set_result(reply["exit"])
-        # The server is gone: whoever still waits hears it as a run that died.
+        # The server is gone: whoever still waits is told so.
+        self._process.wait()
         with self._lock:
             left, self._waiting = self._waiting, {}
         for started, ended in left.values():
             for future in (started, ended):
                 if not future.done():
-                    future.set_result(-1 if future is ended else 0)
+                    future.set_exception(self._gone())
 
     def close(self) -> None:
         """Let the server leave once its runs have ended, and wait for it."""
@@ -133,7 +151,7 @@ _server: ForkServer | None = None
 def fresh_processes() -> Iterator[None]:
     """While open, ``replay_in_fresh_process`` forks runs from one server (where the platform can fork)."""
     global _server
-    if not use_forkserver:
+    if not use_fork_server:
         yield
         return
     _server = ForkServer()

@@ -13,7 +13,8 @@ The protocol is JSON lines. On stdin, one request per run: ``{"id", "verdict",
 ``_check_run.run_forked``). On stdout, ``{"id", "pid"}`` once the run's process
 is forked (so the caller can kill it at its timeout), then ``{"id", "exit"}``
 when it ends (the exit code, or minus the signal that ended it). The server
-leaves when stdin closes, once its runs have ended.
+first says ``{"ready": true}`` once prepared, and leaves when stdin closes,
+once its runs have ended.
 """
 
 from __future__ import annotations
@@ -69,6 +70,8 @@ def _fork(request: dict[str, Any]) -> int:
 def main() -> int:
     _prepare()
     out = sys.stdout.buffer
+    out.write(b'{"ready":true}\n')
+    out.flush()
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_w, False)
     signal.set_wakeup_fd(wake_w)
