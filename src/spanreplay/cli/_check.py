@@ -205,10 +205,8 @@ def _print_totals(checked: Sequence[Checked], totals: dict[str, int], seconds: f
         out.print("no runs to check" + (f" ({left_out})" if left_out else ""), markup=False)
         return
     counts = ", ".join(f"{count} {outcome}" for outcome, count in totals.items() if count or outcome == DIVERGED)
-    per_run = seconds / len(checked)
     out.print(
-        f"{len(checked)} run(s) checked in {seconds:.2f} s ({per_run:.2f} s a run): {counts}"
-        + (f"; {left_out}" if left_out else ""),
+        f"{len(checked)} run(s) checked in {seconds:.2f} s: {counts}" + (f"; {left_out}" if left_out else ""),
         markup=False,
     )
 
