@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 import spanreplay
 from spanreplay import _semconv as sc
-from spanreplay.cli import CliState, cli
+from spanreplay.cli import EXIT_INTERNAL, CliState, cli
 
 # The agent checked. Each run asks next_order() which item to buy (recorded, so a
 # replay gets the same item); {placeholders} are the code's version.
@@ -42,6 +42,7 @@ USE_MARKER = {use_marker!r}
 EXIT_ON = {exit_on!r}
 SLEEP_ON = {sleep_on!r}
 CATCH = {catch!r}
+KILL_SERVER_ON = {kill_server_on!r}
 STATE = []
 
 
@@ -80,6 +81,8 @@ def main():
         os._exit(3)
     if item == SLEEP_ON:
         time.sleep(60)
+    if item == KILL_SERVER_ON:
+        os.kill(os.getppid(), 9)
     try:
         if USE_MARKER and spanreplay.patched("retry-v2"):
             got = fetch_with_retry(item, 3)
@@ -103,6 +106,7 @@ def agent_source(
     exit_on: str = "",
     sleep_on: str = "",
     catch: bool = False,
+    kill_server_on: str = "",
 ) -> str:
     return AGENT_TEMPLATE.format(
         fail_on=fail_on,
@@ -111,6 +115,7 @@ def agent_source(
         exit_on=exit_on,
         sleep_on=sleep_on,
         catch=catch,
+        kill_server_on=kill_server_on,
     )
 
 
@@ -406,6 +411,20 @@ def test_a_replay_that_outlives_the_timeout_is_killed_and_counted_as_diverged(sh
     assert verdict_lines(result)[hanging] == (
         "diverged at the end of the run: the replay did not finish within --timeout 8 s; its process was killed"
     )
+
+
+@pytest.mark.slow
+def test_a_fork_server_that_dies_fails_the_command_instead_of_judging_runs(shop: Agent) -> None:
+    from spanreplay.cli import _check_processes
+
+    if not _check_processes.use_fork_server:
+        pytest.skip("this platform cannot fork")
+    shop.record("apple")
+    shop.write(kill_server_on="apple")
+    result = check("--entry", shop.entry)
+    assert result.exit_code == EXIT_INTERNAL, result.output
+    assert "The process spanreplay check forks its runs from ended" in result.stderr
+    assert "completed" not in result.stdout
 
 
 @pytest.mark.slow
