@@ -308,6 +308,22 @@ def test_each_run_replays_with_the_environment_check_was_called_with(
     assert "with the mask key whose id is" in verdict["reason"]
 
 
+@pytest.mark.slow
+def test_check_replays_runs_kept_in_postgres(pg_dsn: str, shop: Agent, tmp_path: Path, provider: Any) -> None:
+    spanreplay.configure(
+        trace_dir=tmp_path / "traces", tracer_provider=provider, raise_internal_errors=True, postgres=pg_dsn
+    )
+    shop.write(fail_on="pear")
+    apple, pear, banana = shop.record("apple"), shop.record("pear"), shop.record("banana")
+    shop.write(fail_on="pear", changed_for="banana")
+    result = CliRunner().invoke(
+        cli, ["check", pg_dsn, "--entry", shop.entry, "-j", "2", "--json"], obj=CliState(), prog_name="spanreplay"
+    )
+    assert result.exit_code == 1, result.output
+    outcomes = {r["run_id"]: (r["outcome"], r["seq"]) for r in json.loads(result.stdout)["runs"]}
+    assert outcomes == {apple: ("completed", None), pear: ("reproduced", 3), banana: ("diverged", 3)}
+
+
 # --- version markers through check ------------------------------------------------------------
 
 
