@@ -235,11 +235,16 @@ def _spawned(spec: str, verdict_file: Path, timeout: float | None) -> tuple[int 
 
 
 def _child_environment() -> dict[str, str]:
-    """This process's environment, with the spanreplay it runs first on the child's path."""
+    """This process's environment, and the spanreplay it runs first on the child's path.
+
+    Only a source tree is put first: an installed spanreplay's site-packages is on
+    the child's path already, and put first it would come before the standard library.
+    """
     env = dict(os.environ)
-    here = str(Path(spanreplay.__file__).resolve().parent.parent)
-    path = env.get("PYTHONPATH", "")
-    env["PYTHONPATH"] = here + (os.pathsep + path if path else "")
+    here = Path(spanreplay.__file__).resolve().parent.parent
+    if here.name not in ("site-packages", "dist-packages"):
+        path = env.get("PYTHONPATH", "")
+        env["PYTHONPATH"] = str(here) + (os.pathsep + path if path else "")
     return env
 
 
