@@ -514,3 +514,42 @@ def test_xml_text_writes_what_xml_cannot_hold_as_visible_escapes() -> None:
     from spanreplay.cli._junit import xml_text
 
     assert xml_text("ok\x1b[31mred\x00\ud800\ufffe\ttab\n") == "ok\\x1b[31mred\\x00\\ud800\\ufffe\ttab\n"
+
+
+_SUMMARIES = st.builds(
+    lambda n, agent, status, start: spanreplay.RunSummary(
+        run_id=f"run_{n}", agent=agent, status=status, error=None, steps=1, trace_id="", start_ns=start, end_ns=0
+    ),
+    st.integers(0, 10**6),
+    st.sampled_from(["shop", "billing", ""]),
+    st.sampled_from(["ok", "error", "crashed", "running", "weird"]),
+    st.integers(0, 2 * 10**18),
+)
+
+
+@given(
+    found=st.lists(_SUMMARIES, max_size=30),
+    agents=st.lists(st.sampled_from(["shop", "billing", "other"]), max_size=2),
+    since_ns=st.none() | st.integers(0, 2 * 10**18),
+    status=st.sampled_from(["ok", "failed", "all"]),
+)
+def test_select_runs_keeps_exactly_the_runs_that_pass_every_filter_and_counts_the_rest(
+    found: list[spanreplay.RunSummary], agents: list[str], since_ns: int | None, status: str
+) -> None:
+    from spanreplay.cli._check_select import select_runs
+
+    since = None if since_ns is None else datetime.fromtimestamp(since_ns // 10**9, tz=UTC)
+    cutoff = None if since is None else int(since.timestamp()) * 10**9
+    wanted = {"ok": {"ok"}, "failed": {"error", "crashed"}, "all": {"ok", "error", "crashed"}}[status]
+    selection = select_runs(found, agents=agents, since=since, status=status)
+    expected = [
+        run
+        for run in found
+        if (not agents or run.agent in agents)
+        and (cutoff is None or (run.start_ns and run.start_ns >= cutoff))
+        and run.status in wanted
+    ]
+    assert selection.runs == expected
+    left_out = selection.other_agent + selection.too_old + selection.other_status + selection.running
+    assert len(selection.runs) + left_out == len(found)
+    assert all(run.status != "running" for run in selection.runs)

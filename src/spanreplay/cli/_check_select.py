@@ -21,6 +21,7 @@ STATUSES: Final = {
     "all": frozenset({sc.RUN_STATUS_OK, sc.RUN_STATUS_ERROR, sc.RUN_STATUS_CRASHED}),
 }
 
+_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _AGE = re.compile(r"(\d+)\s*([smhdw])")
 _UNITS: Final = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 
@@ -73,7 +74,8 @@ def select_runs(
 ) -> Selection:
     """The runs of ``found`` that pass every filter, in the order given (oldest first)."""
     wanted = STATUSES[status]
-    cutoff_ns = int(since.timestamp() * 1_000_000_000) if since is not None else None
+    # Exact integer nanoseconds: a float timestamp rounds at this size.
+    cutoff_ns = (since - _EPOCH) // timedelta(microseconds=1) * 1000 if since is not None else None
     kept: list[RunSummary] = []
     other_agent = too_old = other_status = running = 0
     for run in found:
