@@ -32,6 +32,7 @@ BENCHMARKS = (
     "bench_effects.py",  # needs PostgreSQL too
     "bench_cost.py",
     "bench_anthropic.py",  # needs vcrpy (the bench extra)
+    "bench_check.py",
 )
 
 

@@ -32,6 +32,7 @@ from ._error_records import register_error_rebuilder
 from ._events import ErrorInfo, Event, EventLog, RunInfo, RunSummary
 from ._guard import DeterminismWarning
 from ._loader import load, runs
+from ._markers import patched
 from ._run import ForkingRun, Mode, RecordingRun, ReplayingRun, Run, boundary, current_run, fork, record, replay
 from ._run_diff import RunDiff, StepDiff, diff_runs
 from ._typed_registry import register_type
@@ -118,6 +119,7 @@ __all__ = [
     "is_configured",
     "load",
     "now",
+    "patched",
     "random",
     "record",
     "register_error_rebuilder",

@@ -156,6 +156,8 @@ KIND_RANDOM: Final = "random"
 KIND_UUID: Final = "uuid"
 # A checkpoint of the agent's own state (``spanreplay.checkpoint``): the value is its output.
 KIND_STATE: Final = "state_update"
+# Not nondeterminism: a version marker, ``spanreplay.patched(id)``, recorded once per run.
+KIND_MARKER: Final = "marker"
 # Not a boundary: the call-id segment of a task or thread started in a run.
 KIND_BRANCH: Final = "branch"
 

@@ -12,6 +12,7 @@ from rich.text import Text
 from .. import __version__
 from ..errors import SpanReplayError
 from ..readers import SpanReplayWarning
+from ._check import check_command
 from ._common import (
     EXIT_INTERNAL,
     EXIT_INTERRUPTED,
@@ -103,6 +104,7 @@ def cli(ctx: click.Context, debug: bool) -> None:
     spanreplay replay traces/ RUN --entry m:main  run the agent code against the recording
     spanreplay export-test traces/ RUN --entry m:main   the run as a pytest regression test
     spanreplay fork traces/ RUN --at 6 --entry m:main  serve steps 1-5, run the rest live as a new run
+    spanreplay check traces/ --entry m:main       replay every run against the current code (a CI gate)
     spanreplay cost traces/ --by month            tokens and USD per agent, the runs that burned too much
     spanreplay push traces/ --endpoint URL        send the runs to a Collector, Jaeger, Tempo (OTLP)
     spanreplay report traces/ RUN -o run.html     one run as a page: timeline, cost per step, payloads
@@ -113,6 +115,8 @@ def cli(ctx: click.Context, debug: bool) -> None:
     option), 4 a bug in spanreplay itself; replay adds 1 (failure reproduced)
     and 3 (divergence), see spanreplay replay --help; diff adds 1 (the runs differ).
     and 3 (divergence), see spanreplay replay --help and spanreplay fork --help.
+    and 3 (divergence), see spanreplay replay --help; check adds 1 (a run
+    diverged), see spanreplay check --help.
     """
     ctx.ensure_object(CliState).debug = debug
 
@@ -132,6 +136,7 @@ cli.add_command(push_command)
 cli.add_command(diff_command)
 cli.add_command(lint_command)
 cli.add_command(export_test_command)
+cli.add_command(check_command)
 
 
 def main() -> None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 import re
 import sys
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from datetime import datetime
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -66,10 +66,13 @@ class CliState:
         tracer_provider: the SDK provider ``spanreplay demo`` records through;
             None uses the global one (created on first use). Code that embeds
             the CLI in a process that already has its own provider passes it here.
+        clock: the current time, for options that count back from now
+            (``check --since 7d``); tests pass a fixed one.
     """
 
     debug: bool = False
     tracer_provider: TracerProvider | None = None
+    clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
 
 
 class BadInput(click.ClickException):

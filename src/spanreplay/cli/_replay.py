@@ -96,8 +96,8 @@ def replay_command(
         function = load_entry(entry)
         overrides = parse_overrides(sets, raises)
         replaying = replay(source, run_id, ignore_paths=ignore_paths, break_at=break_at, overrides=overrides or None)
-        _script_errors.register()
-        _script_errors.module = sys.modules.get(entry.partition(":")[0])
+        script_errors.register()
+        script_errors.module = sys.modules.get(entry.partition(":")[0])
         run_info = replaying.events.run
         console().print(
             Text.assemble(
@@ -111,7 +111,7 @@ def replay_command(
         try:
             code = run_entry(replaying, function)
         finally:
-            _script_errors.module = None
+            script_errors.module = None
     raise click.exceptions.Exit(code)
 
 
@@ -159,7 +159,7 @@ class _ScriptErrors:
         return None if isinstance(rebuilt, RecordedError) else rebuilt
 
 
-_script_errors = _ScriptErrors()
+script_errors = _ScriptErrors()
 
 
 def run_entry(replaying: ReplayingRun, function: Callable[[], Any]) -> int:
@@ -253,7 +253,7 @@ def reproduced_sentence(replaying: ReplayingRun, exc: BaseException) -> str:
     total = len(log)
     step = failing_step(log)
     what = f"{type(exc).__qualname__}: {exc}"
-    never = _never_asked(replaying)
+    never = never_asked(replaying)
     if never:
         first = never[0]
         return (
@@ -273,7 +273,7 @@ def reproduced_sentence(replaying: ReplayingRun, exc: BaseException) -> str:
     )
 
 
-def _never_asked(replaying: ReplayingRun) -> list[Event]:
+def never_asked(replaying: ReplayingRun) -> list[Event]:
     """The recorded steps the replay never asked for, in recorded order (a served call's nested ones were served)."""
     try:
         replaying.engine.check_finished()

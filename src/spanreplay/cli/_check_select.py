@@ -1,0 +1,92 @@
+"""Which runs ``spanreplay check`` replays: ``--agent``, ``--since``, ``--status``."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Final
+
+from .. import _semconv as sc
+from .._events import RunSummary
+from ._common import BadInput
+
+__all__ = ["STATUSES", "Selection", "parse_since", "select_runs"]
+
+# --status: which recorded outcomes to replay. A run still being recorded is never replayed.
+STATUSES: Final = {
+    "ok": frozenset({sc.RUN_STATUS_OK}),
+    "failed": frozenset({sc.RUN_STATUS_ERROR, sc.RUN_STATUS_CRASHED}),
+    "all": frozenset({sc.RUN_STATUS_OK, sc.RUN_STATUS_ERROR, sc.RUN_STATUS_CRASHED}),
+}
+
+_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
+_AGE = re.compile(r"(\d+)\s*([smhdw])")
+_UNITS: Final = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+
+
+def parse_since(text: str, now: datetime) -> datetime:
+    """The start of the window ``--since`` names: an age back from ``now`` (``7d``, ``12h``,
+    ``30m``, ``2w``, ``90s``) or a date or time (``2026-11-24``, ``2026-11-24T08:00``, UTC
+    unless it names its zone)."""
+    match = _AGE.fullmatch(text.strip())
+    if match:
+        return now - timedelta(**{_UNITS[match.group(2)]: int(match.group(1))})
+    try:
+        moment = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise BadInput(
+            f"--since {text!r} is neither an age nor a date; write an age back from now such as 7d, 12h, "
+            "30m, 2w or 90s, or a date such as 2026-11-24 (UTC unless it names its zone)."
+        ) from None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The runs to replay, and how many each filter left out (said in the summary)."""
+
+    runs: list[RunSummary]
+    other_agent: int = 0
+    too_old: int = 0
+    other_status: int = 0
+    running: int = 0
+
+    def left_out(self) -> str:
+        """``3 left out: 2 of another agent, 1 still running``, or ``""``."""
+        parts = [
+            f"{count} {what}"
+            for count, what in (
+                (self.other_agent, "of another agent"),
+                (self.too_old, "started before --since"),
+                (self.other_status, "of another --status"),
+                (self.running, "still running"),
+            )
+            if count
+        ]
+        total = self.other_agent + self.too_old + self.other_status + self.running
+        return f"{total} left out: {', '.join(parts)}" if parts else ""
+
+
+def select_runs(
+    found: Sequence[RunSummary], *, agents: Sequence[str] = (), since: datetime | None = None, status: str = "all"
+) -> Selection:
+    """The runs of ``found`` that pass every filter, in the order given (oldest first)."""
+    wanted = STATUSES[status]
+    # Exact integer nanoseconds: a float timestamp rounds at this size.
+    cutoff_ns = (since - _EPOCH) // timedelta(microseconds=1) * 1000 if since is not None else None
+    kept: list[RunSummary] = []
+    other_agent = too_old = other_status = running = 0
+    for run in found:
+        if agents and run.agent not in agents:
+            other_agent += 1
+        elif cutoff_ns is not None and (not run.start_ns or run.start_ns < cutoff_ns):
+            too_old += 1
+        elif run.status == sc.RUN_STATUS_RUNNING:
+            running += 1
+        elif run.status not in wanted:
+            other_status += 1
+        else:
+            kept.append(run)
+    return Selection(kept, other_agent, too_old, other_status, running)
