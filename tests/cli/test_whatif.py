@@ -13,12 +13,11 @@ from click.testing import CliRunner, Result
 from opentelemetry.sdk.trace import TracerProvider
 
 import spanreplay
-from helpers.demo_runs import TRACKED, final_message, record_demo
+from helpers.demo_runs import TRACKED, demo_sdk_restored, final_message, record_demo
 from helpers.messages_api_server import MessagesAPIServer, reply, serve, text, tool_use
 from helpers.zero_code import instrument_command, instrument_env
 from spanreplay import _demo
 from spanreplay.cli import EXIT_BAD_INPUT, EXIT_DIVERGED, EXIT_OK, CliState, cli
-from spanreplay.instrumentation.anthropic import AnthropicInstrumentor
 
 server = pytest.fixture(serve, name="server")
 
@@ -28,12 +27,7 @@ NEXT_MODEL_CALL = f"model:{_demo.MODEL}#2"
 
 @pytest.fixture(autouse=True)
 def sdk_restored(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    _demo.real_calls.clear()
-    yield
-    instrumentor = AnthropicInstrumentor()
-    if instrumentor.is_instrumented_by_opentelemetry:
-        instrumentor.uninstrument()
+    yield from demo_sdk_restored(monkeypatch)
 
 
 def invoke(*args: str, provider: TracerProvider | None = None) -> Result:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
 from datetime import UTC, datetime
 
 import pytest
@@ -38,3 +39,16 @@ def record_demo(monkeypatch: pytest.MonkeyPatch, *, failure_rate: float) -> str:
 def final_message(text: str) -> dict[str, object]:
     """Claude's last reply, as the Messages API returns it: text only, so the agent stops."""
     return {"content": [{"type": "text", "text": text}]}
+
+
+def demo_sdk_restored(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """An autouse fixture's body: no real API for the agent, no real tool call counted from
+    before, the SDK uninstrumented after."""
+    from spanreplay.instrumentation.anthropic import AnthropicInstrumentor
+
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    _demo.real_calls.clear()
+    yield
+    instrumentor = AnthropicInstrumentor()
+    if instrumentor.is_instrumented_by_opentelemetry:
+        instrumentor.uninstrument()

@@ -12,19 +12,13 @@ from typing import Any
 import pytest
 
 import spanreplay
-from helpers.demo_runs import TRACKED, record_demo
+from helpers.demo_runs import TRACKED, demo_sdk_restored, record_demo
 from spanreplay import _demo
-from spanreplay.instrumentation.anthropic import AnthropicInstrumentor
 
 
 @pytest.fixture(autouse=True)
 def sdk_restored(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    _demo.real_calls.clear()
-    yield
-    instrumentor = AnthropicInstrumentor()
-    if instrumentor.is_instrumented_by_opentelemetry:
-        instrumentor.uninstrument()
+    yield from demo_sdk_restored(monkeypatch)
 
 
 def _served_from(log: spanreplay.EventLog) -> dict[int, str | None]:

@@ -17,11 +17,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import spanreplay
-from helpers.demo_runs import TRACKED, final_message, record_demo
+from helpers.demo_runs import TRACKED, demo_sdk_restored, final_message, record_demo
 from helpers.messages_api_server import MODEL, MessagesAPIServer, instrument, serve
 from spanreplay import _demo
 from spanreplay._overrides import overrides_from_file
-from spanreplay.instrumentation.anthropic import AnthropicInstrumentor
 
 server = pytest.fixture(serve, name="server")
 instrumented = pytest.fixture(instrument, name="instrumented")
@@ -31,13 +30,7 @@ NEXT_MODEL_CALL = f"model:{_demo.MODEL}#2"  # the third model call: the failed r
 
 @pytest.fixture(autouse=True)
 def sdk_restored(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """No real API for the agent, no real tool call counted from before, the SDK uninstrumented after."""
-    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    _demo.real_calls.clear()
-    yield
-    instrumentor = AnthropicInstrumentor()
-    if instrumentor.is_instrumented_by_opentelemetry:
-        instrumentor.uninstrument()
+    yield from demo_sdk_restored(monkeypatch)
 
 
 # --- the demo's failed run -------------------------------------------------------------------

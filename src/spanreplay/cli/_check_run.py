@@ -12,8 +12,6 @@ own output goes to its stdout and stderr.
 
 from __future__ import annotations
 
-import asyncio
-import inspect
 import os
 import sys
 import time
@@ -29,7 +27,7 @@ from .. import _semconv as sc
 from .._events import EventLog
 from .._run import ReplayingRun, replay
 from ..errors import ReplayDivergenceError, SpanReplayError
-from ._replay import cwd_on_path, failing_step, load_entry, never_asked, script_errors
+from ._replay import call_entry, cwd_on_path, failing_step, load_entry, never_asked, script_errors
 
 __all__ = ["COMPLETED", "DIVERGED", "ERROR", "REPRODUCED", "Verdict", "judge", "main", "replay_one"]
 
@@ -111,9 +109,7 @@ def judge(replaying: ReplayingRun, function: Callable[[], Any]) -> Verdict:
     run_id = log.run_id
     try:
         with replaying:
-            result = function()
-            if inspect.iscoroutine(result):
-                asyncio.run(result)
+            call_entry(function)
     except ReplayDivergenceError as exc:
         if replaying.outcome == REPRODUCED:  # the code reached the point where the recorded process died
             return Verdict(

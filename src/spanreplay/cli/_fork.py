@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import inspect
 import os
 import shutil
 import subprocess
@@ -21,7 +19,7 @@ from .._fork import ForkingRun, fork
 from ..errors import ReplayDivergenceError
 from ._common import EXIT_BAD_INPUT, EXIT_DIVERGED, EXIT_INTERNAL, EXIT_OK, BadInput, CliState, console, error_console
 from ._overrides import override_options, parse_overrides
-from ._replay import cwd_on_path, load_entry
+from ._replay import call_entry, cwd_on_path, load_entry
 
 EXIT_FAILED = 1
 
@@ -130,9 +128,7 @@ def _run(forking: ForkingRun, function: object, entry: str, target: Path | None)
     try:
         with forking:
             assert callable(function)
-            result = function()
-            if inspect.iscoroutine(result):
-                asyncio.run(result)
+            call_entry(function)
     except ReplayDivergenceError as exc:
         told = "\n".join([str(exc), *getattr(exc, "__notes__", ())])
         error_console().print(Text.assemble(("diverged: ", "bold red"), told), soft_wrap=True)

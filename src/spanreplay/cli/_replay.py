@@ -168,9 +168,7 @@ def run_entry(replaying: ReplayingRun, function: Callable[[], Any]) -> int:
     log = replaying.events
     try:
         with replaying:
-            result = function()
-            if inspect.iscoroutine(result):
-                result = asyncio.run(result)
+            result = call_entry(function)
     except ReplayDivergenceError as exc:
         if replaying.outcome == "reproduced":
             # The recording ends where the crashed process died, and the code got there.
@@ -285,6 +283,12 @@ def never_asked(replaying: ReplayingRun) -> list[Event]:
 
 def _last_seq(log: EventLog) -> int:
     return log.events[-1].seq if len(log) else 0
+
+
+def call_entry(function: Callable[[], Any]) -> Any:
+    """Call the agent's entry function; an async one runs to its end in a new event loop."""
+    result = function()
+    return asyncio.run(result) if inspect.iscoroutine(result) else result
 
 
 def load_entry(entry: str) -> Callable[[], Any]:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import inspect
 import os
 import tempfile
 from pathlib import Path
@@ -17,7 +15,7 @@ from .._run import ReplayingRun
 from ..cost import Replayed, price_table, render_run, step_costs
 from ..errors import ReplayDivergenceError
 from ._common import BadInput, console, format_usd, prices_option
-from ._replay import cwd_on_path, failing_step, load_entry
+from ._replay import call_entry, cwd_on_path, failing_step, load_entry
 
 
 @click.command("report")
@@ -70,9 +68,7 @@ def _replay(log: EventLog, entry: str) -> Replayed:
         replaying = ReplayingRun(log)
         try:
             with replaying:
-                result = function()
-                if inspect.iscoroutine(result):
-                    asyncio.run(result)
+                call_entry(function)
         except ReplayDivergenceError as exc:
             if replaying.outcome == "reproduced":
                 return Replayed(
