@@ -95,6 +95,10 @@ class RunInfo:
     steps: int | None = None
     forked_from: str | None = None
     masking: str | None = None
+    # A trace another instrumentation recorded (spanreplay.foreign): who recorded it,
+    # and the request fields its model calls are compared on; "" and () for spanreplay's runs.
+    instrumentation: str = ""
+    compared: tuple[str, ...] = ()
 
     @property
     def started(self) -> datetime | None:

@@ -17,6 +17,7 @@ from .. import _semconv as sc
 from .._events import EventLog, RunSummary
 from .._spans import SpanRecord
 from ..errors import SpanReplayError, TraceFormatError
+from ..foreign import MARKERS, foreign_log, foreign_summaries, is_trace_id
 from ..readers import STDIN, SpanReplayWarning, iter_spans
 from .runlog import RUN_MARKER, SpanTap, build_log, needle, not_found, only_run, summaries
 
@@ -33,16 +34,34 @@ class FileSource:
 
     def runs(self, tap: SpanTap | None = None) -> list[RunSummary]:
         found = summaries(iter_spans(self.source, contains=RUN_MARKER), tap)
+        found.extend(foreign_summaries(self._foreign_spans(tap), exclude={r.trace_id for r in found}))
         if not found:
             # Lines without a run id were skipped unread; with no run found, make sure
             # that is because the source holds none, not because its lines are broken.
             self._validate()
+        found.sort(key=lambda r: (r.start_ns, r.run_id))
         return found
+
+    def _foreign_spans(self, tap: SpanTap | None) -> Iterator[SpanRecord]:
+        """The spans other instrumentations wrote (without a run id): a pass per marker."""
+        for marker in MARKERS:
+            for span in iter_spans(self.source, contains=marker):
+                if sc.RUN_ID in span.attributes:
+                    continue  # spanreplay's own, read by the first pass
+                if tap is not None:
+                    tap(span)
+                yield span
 
     def load(self, run_id: str | None = None) -> EventLog:
         if run_id is None:
             run_id = only_run(self.runs(), self.name)
         spans = [s for s in iter_spans(self.source, contains=needle(run_id)) if s.attributes.get(sc.RUN_ID) == run_id]
+        if not spans and is_trace_id(run_id):
+            # A trace another instrumentation recorded: its trace id is its run id. Protobuf
+            # holds trace ids as bytes, so no needle finds its records: every span is read.
+            log = foreign_log(run_id, (s for s in iter_spans(self.source) if s.trace_id == run_id))
+            if log is not None:
+                return log
         if not spans:
             raise not_found(run_id, self.name, self._listed())
         return build_log(run_id, spans, self.name, self._damage)

@@ -1,0 +1,91 @@
+"""Traces other instrumentations recorded, read as runs: listed, loaded, costed.
+
+The files are what OpenInference's and OpenLLMetry's Anthropic instrumentors
+wrote of one agent (tests/fixtures/foreign/SOURCES.md); these tests need neither installed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import spanreplay
+from helpers.foreign_fixtures import ANSWER, FILES, FOREIGN, total_tokens, trace_id
+from spanreplay.cli import cli
+from spanreplay.foreign import COMPARED, GAPS, INSTRUMENTATION
+
+ALL = sorted(FILES)
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_a_foreign_trace_is_one_run_named_by_its_trace_id(name: str) -> None:
+    path = FOREIGN / name
+    (run,) = spanreplay.runs(path)
+    assert re.fullmatch(r"[0-9a-f]{32}", run.run_id)
+    assert run.run_id == run.trace_id == trace_id(path)
+    assert run.agent == FILES[name]
+    assert run.status == "ok"
+    assert run.steps == 3
+    assert run.service_name == "support-agent"
+    # Calls and tokens come from the foreign usage attributes.
+    assert run.model_calls == 3
+    assert run.tokens == total_tokens(path)
+    assert run.usd > 0
+    assert run.calls_without_usage == 0
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_loading_gives_model_events_shaped_as_spanreplay_records_them(name: str) -> None:
+    path = FOREIGN / name
+    log = spanreplay.load(path, trace_id(path))
+    assert [e.call_id for e in log] == [f"model:claude-sonnet-4-6#{n}" for n in range(3)]
+    assert [e.seq for e in log] == [1, 2, 3]
+    assert all(e.kind == "model" and e.attributes[INSTRUMENTATION] == FILES[name] for e in log)
+    assert all(e.attributes[GAPS] == () for e in log)  # both recorded the request and the response whole
+    assert log.run.compared == ("max_tokens", "messages", "model", "system", "tools")
+    first, _, last = (e.output["attempts"] for e in log)
+    assert [b["name"] for b in first[0]["body"]["content"] if b["type"] == "tool_use"] == [
+        "lookup_order",
+        "shipping_policy",
+    ]
+    assert first[0]["body"]["stop_reason"] == "tool_use"
+    assert last[0]["body"]["content"][0]["text"] == ANSWER
+    assert last[0]["body"]["stop_reason"] == "end_turn"
+
+
+def test_every_instrumentation_gives_the_same_compared_request() -> None:
+    """One agent, recorded four ways: the requests, brought to one form, are equal step by step."""
+    inputs = {name: [e.input for e in spanreplay.load(FOREIGN / name, trace_id(FOREIGN / name))] for name in ALL}
+    first = inputs[ALL[0]]
+    assert all(found == first for found in inputs.values())
+    # The last request holds the whole conversation: the tool results as the values the tools returned.
+    messages = first[2]["body"]["messages"]
+    assert [m["role"] for m in messages] == ["user", "assistant", "user", "assistant", "user"]
+    assert messages[2]["content"][0]["content"]["carrier"] == "La Poste"
+    assert COMPARED not in first[2]
+
+
+def test_a_trace_id_not_in_the_file_is_not_found_and_the_message_lists_the_runs() -> None:
+    path = FOREIGN / "openllmetry-create.binpb"
+    with pytest.raises(spanreplay.RunNotFoundError) as caught:
+        spanreplay.load(path, "0" * 32)
+    assert trace_id(path) in str(caught.value)
+
+
+def test_runs_and_cost_on_the_command_line(tmp_path: Path) -> None:
+    path = FOREIGN / "openinference-create.binpb"
+    listed = CliRunner().invoke(cli, ["runs", str(path), "--json"])
+    assert listed.exit_code == 0, listed.output
+    (row,) = json.loads(listed.stdout)
+    assert row["run_id"] == trace_id(path)
+    assert row["model_calls"] == 3
+    costed = CliRunner().invoke(cli, ["cost", str(path), "--by", "run", "--json"])
+    assert costed.exit_code == 0, costed.output
+    (group,) = json.loads(costed.stdout)["groups"]
+    assert group["run"] == trace_id(path)
+    assert group["calls"] == 3
+    assert group["total_tokens"] == total_tokens(path)
