@@ -99,6 +99,8 @@ class RunInfo:
     # and the request fields its model calls are compared on; "" and () for spanreplay's runs.
     instrumentation: str = ""
     compared: tuple[str, ...] = ()
+    # What of such a trace cannot be reproduced, said before a replay starts.
+    gaps: tuple[str, ...] = ()
 
     @property
     def started(self) -> datetime | None:

@@ -37,8 +37,10 @@ from .errors import (
     SpanReplayError,
     former_names,
 )
+from .foreign._live import RECORDED, unrecorded_tool
 from .masking import MaskingSession
 from .masking._names import NameMasker
+from .readers import warn
 
 logger = logging.getLogger("spanreplay")
 
@@ -58,9 +60,21 @@ class ReplayingRun(Run):
 
     mode = Mode.REPLAY
 
-    def __init__(self, events: EventLog, *, ignore_paths: Sequence[str] = (), require_all_steps: bool = True) -> None:
+    def __init__(
+        self,
+        events: EventLog,
+        *,
+        ignore_paths: Sequence[str] = (),
+        require_all_steps: bool = True,
+        live: bool = True,
+    ) -> None:
         super().__init__(events.run_id, events.run.agent)
         self.events = events
+        # A trace another instrumentation recorded: tools it holds no result of run for real
+        # unless live=False (spanreplay.foreign._live); what it cannot reproduce is said now.
+        self.live = live
+        if events.run.gaps:
+            warn(f"Trace {events.run_id} cannot be replayed exactly: " + "; ".join(events.run.gaps) + ".")
         self.engine = ReplayEngine(events, ignore_paths=ignore_paths)
         self.require_all_steps = require_all_steps
         self.outcome: Outcome | None = None
@@ -183,6 +197,10 @@ class ReplayingRun(Run):
         decode: Decoder | None,
         attributes: dict[str, Any] | None,
     ) -> Any:
+        if kind == sc.KIND_TOOL and self.events.run.instrumentation:
+            live = unrecorded_tool(self.events, key, fn, live=self.live)
+            if live is not RECORDED:
+                return live
         scope, key, call_id, seq = self._next_call(kind, key)
         event = self.engine.take(scope.call_id, call_id, kind, key, seq, self._encoded_input(kind, key, input, call_id))
         if is_async or event.awaited:

@@ -73,6 +73,7 @@ def replay(
     ignore_paths: Sequence[str] = (),
     require_all_steps: bool = True,
     strict: bool | None = None,
+    live: bool = True,
 ) -> ReplayingRun:
     """Replay a recorded run: ``with spanreplay.replay("traces/", run_id) as run: ...``.
 
@@ -84,6 +85,9 @@ def replay(
         require_all_steps: raise LeftoverEventsError when the code ends before the
             recording does (steps recorded that the replay never asked for).
         strict: the former name of ``require_all_steps`` (deprecated).
+        live: for a trace another instrumentation recorded (run id: its trace id),
+            run the tools it holds no result of for real; False refuses them
+            instead (docs/foreign.md). Runs spanreplay recorded never run work.
     """
     if strict is not None:
         warnings.warn(
@@ -93,10 +97,10 @@ def replay(
         )
         require_all_steps = strict
     if isinstance(source, EventLog):
-        return ReplayingRun(source, ignore_paths=ignore_paths, require_all_steps=require_all_steps)
+        return ReplayingRun(source, ignore_paths=ignore_paths, require_all_steps=require_all_steps, live=live)
     from ._loader import load
 
-    return ReplayingRun(load(source, run_id), ignore_paths=ignore_paths, require_all_steps=require_all_steps)
+    return ReplayingRun(load(source, run_id), ignore_paths=ignore_paths, require_all_steps=require_all_steps, live=live)
 
 
 def boundary(

@@ -40,6 +40,7 @@ __all__ = [
     "is_trace_id",
     "model_input",
     "read_span",
+    "step_note",
 ]
 
 # On each foreign event (in memory, never written): who recorded it, what of the
@@ -134,7 +135,7 @@ def foreign_summaries(spans: Iterable[SpanRecord], exclude: Iterable[str] = ()) 
                 agent=_instrumentations(calls),
                 status=sc.RUN_STATUS_ERROR if failed else sc.RUN_STATUS_OK,
                 error=None,
-                steps=len(calls),
+                steps=sum(1 for _, call in calls if call.kind == sc.KIND_MODEL or call.has_output),
                 trace_id=trace_id,
                 start_ns=first.start_ns,
                 end_ns=max(span.end_ns for span, _ in calls),
@@ -159,8 +160,14 @@ def foreign_log(trace_id: str, spans: Iterable[SpanRecord]) -> EventLog | None:
     compared = sorted(set.intersection(*(set(c.recorded) for c in models))) if models else []
     counters: dict[tuple[str, str], int] = {}
     events = []
+    gaps: list[str] = []
     output_json: bytes | None
-    for seq, (span, call) in enumerate(calls, start=1):
+    for _, call in calls:
+        gaps.extend(gap if gap.startswith("tool ") else f"{call.kind} {call.name}: {gap}" for gap in call.gaps)
+    # A tool span without its result is no step: the tool runs for real on replay.
+    first_span, last_end = calls[0][0], max(span.end_ns for span, _ in calls)
+    steps = [(span, call) for span, call in calls if call.kind == sc.KIND_MODEL or call.has_output]
+    for seq, (span, call) in enumerate(steps, start=1):
         n = counters.get((call.kind, call.name), 0)
         counters[(call.kind, call.name)] = n + 1
         attributes: dict[str, Any] = {INSTRUMENTATION: call.instrumentation, GAPS: tuple(call.gaps)}
@@ -192,7 +199,7 @@ def foreign_log(trace_id: str, spans: Iterable[SpanRecord]) -> EventLog | None:
             )
         )
     roots = [s for s in spans if s.trace_id == trace_id and not s.parent_span_id]
-    root = roots[0] if roots else calls[0][0]
+    root = roots[0] if roots else first_span
     failed = root.status_code == STATUS_ERROR
     info = RunInfo(
         run_id=trace_id,
@@ -200,14 +207,27 @@ def foreign_log(trace_id: str, spans: Iterable[SpanRecord]) -> EventLog | None:
         status=sc.RUN_STATUS_ERROR if failed else sc.RUN_STATUS_OK,
         trace_id=trace_id,
         span_id=root.span_id,
-        start_ns=min(root.start_ns, calls[0][0].start_ns),
-        end_ns=max(root.end_ns, max(span.end_ns for span, _ in calls)),
+        start_ns=min(root.start_ns, first_span.start_ns),
+        end_ns=max(root.end_ns, last_end),
         service_name=str(root.resource.get(sc.SERVICE_NAME, "")),
         steps=len(events),
         instrumentation=_instrumentations(calls),
         compared=tuple(compared),
+        gaps=tuple(dict.fromkeys(gaps)),
     )
     return EventLog(info, tuple(events))
+
+
+def step_note(event: Event) -> str:
+    """What replay does with one step of a foreign trace, for ``spanreplay show``."""
+    gaps = event.attributes.get(GAPS) or ()
+    said = f" ({'; '.join(gaps)})" if gaps else ""
+    if event.kind == sc.KIND_MODEL:
+        output = event.output
+        if not (isinstance(output, dict) and output.get("attempts")):
+            return f"model call: no recorded response, cannot replay{said}"
+        return f"model call: replayable{said}"
+    return f"tool {event.key}: replayable from its recorded result{said}"
 
 
 def _attempt(message: dict[str, Any]) -> dict[str, Any]:
