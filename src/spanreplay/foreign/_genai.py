@@ -88,7 +88,8 @@ def read(span: SpanRecord) -> ForeignCall | None:
 
 def _tool_call(span: SpanRecord) -> ForeignCall:
     attributes = span.attributes
-    call = ForeignCall(instrumentation(span), "tool", str(attributes.get(sc.GEN_AI_TOOL_NAME) or span.name))
+    name = attributes.get(sc.GEN_AI_TOOL_NAME) or span.name.removeprefix("execute_tool ")
+    call = ForeignCall(instrumentation(span), "tool", str(name))
     call.tool_call_id = str(attributes.get(sc.GEN_AI_TOOL_CALL_ID) or "")
     call.tool_input = json_attribute(attributes, "gen_ai.tool.call.arguments")
     call.has_output = "gen_ai.tool.call.result" in attributes
