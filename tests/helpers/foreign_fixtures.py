@@ -24,8 +24,17 @@ FILES: Final = {
     "openinference-stream.binpb": "openinference",
     "openllmetry-create.binpb": "openllmetry",
     "openllmetry-stream.binpb": "openllmetry",
+    "anthropic-sdk-create.binpb": "anthropic-sdk",
+    "anthropic-sdk-stream.binpb": "anthropic-sdk",
 }
 _TOTAL_TOKENS: Final = ("llm.token_count.total", "gen_ai.usage.total_tokens")
+# The SDK's spans give no total: input and output tokens, the cache counts as the API splits them.
+_PARTS: Final = (
+    "gen_ai.usage.input_tokens",
+    "gen_ai.usage.output_tokens",
+    "gen_ai.usage.cache_read.input_tokens",
+    "gen_ai.usage.cache_write.input_tokens",
+)
 
 
 def raw_spans(path: Path) -> list[tuple[str, dict[str, Any]]]:
@@ -51,4 +60,8 @@ def trace_id(path: Path) -> str:
 
 
 def total_tokens(path: Path) -> int:
-    return sum(int(a[name]) for _, a in raw_spans(path) for name in _TOTAL_TOKENS if name in a)
+    total = 0
+    for _, attributes in raw_spans(path):
+        named = [name for name in _TOTAL_TOKENS if name in attributes]
+        total += sum(int(attributes[name]) for name in (named or [n for n in _PARTS if n in attributes]))
+    return total

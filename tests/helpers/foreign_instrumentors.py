@@ -34,7 +34,8 @@ PINS: Final = (
     "opentelemetry-sdk==1.45.2",
     "opentelemetry-exporter-otlp-proto-common==1.45.2",
 )
-INSTRUMENTORS: Final = ("openinference", "openllmetry")
+# anthropic-sdk: no instrumentor, the SDK's own spans (its open_telemetry option).
+INSTRUMENTORS: Final = ("openinference", "openllmetry", "anthropic-sdk")
 INSTALL_TIMEOUT_S: Final = 600
 RECORD_TIMEOUT_S: Final = 120
 
@@ -107,24 +108,24 @@ def fixture_name(which: str, *, stream: bool) -> str:
     return f"{which}-{'stream' if stream else 'create'}.binpb"
 
 
-def record_fixtures(directory: Path) -> None:
-    """Record every fixture file into ``directory`` against the support model."""
+def record_fixtures(directory: Path, which: tuple[str, ...] = INSTRUMENTORS) -> None:
+    """Record the fixture files of ``which`` into ``directory`` against the support model."""
     sys.path.insert(0, str(HERE.parent.parent / "src"))
     from spanreplay.testing.messages_api import MessagesAPIServer, support_model
 
     directory.mkdir(parents=True, exist_ok=True)
     with MessagesAPIServer(default=support_model) as server:
-        for which in INSTRUMENTORS:
+        for name in which:
             for stream in (False, True):
-                result = record(which, server.url, directory / fixture_name(which, stream=stream), stream=stream)
-                print(fixture_name(which, stream=stream), json.dumps(result))
+                result = record(name, server.url, directory / fixture_name(name, stream=stream), stream=stream)
+                print(fixture_name(name, stream=stream), json.dumps(result))
 
 
 def main(argv: list[str]) -> int:
     started = time.monotonic()
     with contextlib.suppress(ValueError):
         index = argv.index("--fixtures")
-        record_fixtures(Path(argv[index + 1]))
+        record_fixtures(Path(argv[index + 1]), tuple(argv[index + 2 :]) or INSTRUMENTORS)
         return 0
     python = ensure_installed()
     print(f"foreign instrumentors ready in {python.parent.parent} ({time.monotonic() - started:.0f} s)")

@@ -4,7 +4,10 @@ Run by ``foreign_instrumentors`` with the python of the test-only environment
 that holds the instrumentors (never the project's: their ``anthropic`` entry
 points would shadow spanreplay's)::
 
-    python foreign_recorder.py openinference|openllmetry URL OUT [--stream]
+    python foreign_recorder.py openinference|openllmetry|anthropic-sdk URL OUT [--stream]
+
+``anthropic-sdk`` is the SDK's own telemetry (its ``open_telemetry`` client
+option, content mode on), with no instrumentor at all.
 
 The agent runs under one root span, as an application's own tracing would put
 it; everything else is what the instrumentor wrote. The spans go to ``OUT`` as
@@ -47,10 +50,14 @@ def main(argv: list[str]) -> int:
         from opentelemetry.instrumentation.anthropic import AnthropicInstrumentor as OpenLLMetry
 
         OpenLLMetry().instrument(tracer_provider=provider)
-    else:
-        raise SystemExit(f"unknown instrumentor {which!r}: openinference or openllmetry")
+    elif which != "anthropic-sdk":
+        raise SystemExit(f"unknown instrumentor {which!r}: openinference, openllmetry or anthropic-sdk")
 
-    client = anthropic.Anthropic(base_url=url, api_key="local-stand-in", max_retries=0)
+    options: dict[str, object] = {}
+    if which == "anthropic-sdk":
+        traces = {"enabled": True, "content_mode": "content"}
+        options["open_telemetry"] = {"tracer_provider": provider, "traces": traces}
+    client = anthropic.Anthropic(base_url=url, api_key="local-stand-in", max_retries=0, **options)
     with provider.get_tracer("support-agent").start_as_current_span("support-agent"):
         final = foreign_agent.answer(client, stream=stream)
     provider.force_flush()

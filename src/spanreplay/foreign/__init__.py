@@ -174,7 +174,7 @@ def foreign_log(trace_id: str, spans: Iterable[SpanRecord]) -> EventLog | None:
         if call.kind == sc.KIND_MODEL:
             attributes[COMPARED] = tuple(compared)
             input_json = encode_input(model_input(call.request, compared))
-            served = [] if call.message is None else [_attempt(call.message)]
+            served = [] if call.message is None else [_attempt(call.message, call.request_id)]
             output_json = encode_output({"attempts": served})
         else:
             input_json = encode_input(call.tool_input)
@@ -230,6 +230,8 @@ def step_note(event: Event) -> str:
     return f"tool {event.key}: replayable from its recorded result{said}"
 
 
-def _attempt(message: dict[str, Any]) -> dict[str, Any]:
+def _attempt(message: dict[str, Any], request_id: str) -> dict[str, Any]:
     headers = {"content-type": "application/json"}
+    if request_id:
+        headers["request-id"] = request_id
     return {"status": 200, "headers": headers, "body": message}

@@ -35,6 +35,8 @@ class ForeignCall:
     tool_output: Any = None
     has_output: bool = False
     tool_call_id: str = ""
+    # The API's request id, where the span kept it: served as the response's request-id header.
+    request_id: str = ""
     gaps: list[str] = field(default_factory=list)
 
 

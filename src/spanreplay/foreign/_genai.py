@@ -32,10 +32,14 @@ from ._calls import (
 
 _MODEL_OPERATIONS: Final = frozenset({"chat", "text_completion", "generate_content"})
 _PROMPT = re.compile(r"^gen_ai\.(prompt|completion)\.(\d+)\.(.+)$")
-_SCOPES: Final = {"opentelemetry.instrumentation.anthropic": OPENLLMETRY, "anthropic": ANTHROPIC_SDK}
+_SCOPES: Final = {"opentelemetry.instrumentation.anthropic": OPENLLMETRY}
+# The SDK's tracer scope; a platform client's has the platform after it.
+_ANTHROPIC_SCOPE: Final = "com.anthropic.sdk"
 
 
 def instrumentation(span: SpanRecord) -> str:
+    if span.scope_name.startswith(_ANTHROPIC_SCOPE):
+        return ANTHROPIC_SDK
     return _SCOPES.get(span.scope_name, GENAI)
 
 
@@ -81,6 +85,8 @@ def read(span: SpanRecord) -> ForeignCall | None:
     call.request = body
     call.recorded = tuple(sorted(body))
     call.message = _message(attributes, model, call.gaps)
+    request_id = attributes.get("anthropic.request.id")
+    call.request_id = request_id if isinstance(request_id, str) else ""
     if attributes.get("anthropic.content.truncated") is True:
         call.gaps.append("content truncated by the instrumentation (anthropic.content.truncated)")
     return call
@@ -118,10 +124,13 @@ def _block(part: Mapping[str, Any]) -> dict[str, Any]:
             "input": arguments,
         }
     if kind == "tool_call_response":
+        response = part.get("response", part.get("result", ""))
+        # The SDK's spans keep a result's content blocks as they were sent; others keep its text.
+        blocks = isinstance(response, list) and all(isinstance(b, dict) and "type" in b for b in response)
         return {
             "type": "tool_result",
             "tool_use_id": str(part.get("id", "")),
-            "content": tool_result_content(part.get("response", part.get("result", ""))),
+            "content": response if blocks else tool_result_content(response),
         }
     if kind == "reasoning":
         return {"type": "thinking", "thinking": str(part.get("content", "")), "signature": ""}
@@ -184,7 +193,9 @@ def _message(attributes: Mapping[str, Any], model: str, gaps: list[str]) -> dict
     if any(block.get("type") == "thinking" for block in content):
         gaps.append("thinking blocks have no signature (the conventions drop it)")
     reasons = attributes.get(sc.GEN_AI_RESPONSE_FINISH_REASONS)
-    if finish is None and isinstance(reasons, (list, tuple)) and reasons:
+    if isinstance(attributes.get("anthropic.message.stop_reason"), str):
+        finish = attributes["anthropic.message.stop_reason"]  # the API's own word, where the SDK wrote it
+    elif finish is None and isinstance(reasons, (list, tuple)) and reasons:
         finish = reasons[0]
     response_id = attributes.get(sc.GEN_AI_RESPONSE_ID)
     return message_json(
@@ -195,7 +206,11 @@ def _message(attributes: Mapping[str, Any], model: str, gaps: list[str]) -> dict
         input_tokens=_int(attributes.get(sc.GEN_AI_USAGE_INPUT_TOKENS)),
         output_tokens=_int(attributes.get(sc.GEN_AI_USAGE_OUTPUT_TOKENS)),
         cache_read=_int(attributes.get(sc.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS)),
-        cache_write=_int(attributes.get(sc.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS)),
+        cache_write=_int(
+            attributes.get(
+                sc.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS, attributes.get(sc.GEN_AI_USAGE_CACHE_WRITE_INPUT_TOKENS)
+            )
+        ),
     )
 
 
