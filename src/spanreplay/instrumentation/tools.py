@@ -9,6 +9,7 @@ from typing import Any, TypeVar, overload
 
 from .. import _semconv as sc
 from .._run import Mode, run_for_boundary
+from .._tool_links import answered
 from .._typed_hints import ReturnDecoder
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -98,8 +99,12 @@ def tool(fn: F | None = None, /, *, name: str | None = None) -> F | Callable[[F]
                 if run is None:
                     return await func(*args, **kwargs)
                 call = functools.partial(func, *args, **kwargs)
-                decode = (resolved[0] if resolved else decoder()) if run.mode is _REPLAY else None
-                return await run.call_boundary(sc.KIND_TOOL, key, bind(args, kwargs), call, True, decode, None)
+                bound = bind(args, kwargs)
+                if run.mode is _REPLAY:
+                    decode, links = (resolved[0] if resolved else decoder()), None
+                else:
+                    decode, links = None, answered(run, key, bound)
+                return await run.call_boundary(sc.KIND_TOOL, key, bound, call, True, decode, links)
 
             return async_wrapper  # type: ignore[return-value]
 
@@ -109,8 +114,13 @@ def tool(fn: F | None = None, /, *, name: str | None = None) -> F | Callable[[F]
             if run is None:
                 return func(*args, **kwargs)
             call = functools.partial(func, *args, **kwargs)
-            decode = (resolved[0] if resolved else decoder()) if run.mode is _REPLAY else None
-            return run.call_boundary(sc.KIND_TOOL, key, bind(args, kwargs), call, False, decode, None)
+            bound = bind(args, kwargs)
+            if run.mode is _REPLAY:
+                decode, links = (resolved[0] if resolved else decoder()), None
+            else:
+                # The tool_use block of the model's last response this call answers, if one does.
+                decode, links = None, answered(run, key, bound)
+            return run.call_boundary(sc.KIND_TOOL, key, bound, call, False, decode, links)
 
         return wrapper  # type: ignore[return-value]
 
