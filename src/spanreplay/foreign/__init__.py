@@ -33,6 +33,7 @@ __all__ = [
     "GAPS",
     "INSTRUMENTATION",
     "MARKERS",
+    "as_recorded",
     "attempts",
     "foreign_log",
     "foreign_summaries",
@@ -79,6 +80,14 @@ def read_span(span: SpanRecord) -> ForeignCall | None:
 def model_input(body: Mapping[str, Any], compared: Iterable[str], endpoint: str = "messages") -> dict[str, Any]:
     """The input of a foreign model event: the compared part of the request."""
     return {"endpoint": endpoint, "body": comparable(body, compared)}
+
+
+def as_recorded(log: EventLog | None, value: dict[str, Any]) -> dict[str, Any]:
+    """A model call's input as the run being replayed recorded it: for a trace another
+    instrumentation recorded, the part of the request it kept, in one form."""
+    if log is None or not log.run.instrumentation:
+        return value
+    return model_input(value["body"], log.run.compared, value["endpoint"])
 
 
 def attempts(event: Event, stream: bool) -> list[dict[str, Any]] | None:

@@ -27,8 +27,8 @@ from ... import _semconv as sc
 from ..._config import settings
 from ..._run import Call, ReplayingRun, Run, run_for_boundary
 from ...errors import DifferentCallError, InputChangedError
+from ...foreign import as_recorded
 from ...foreign import attempts as foreign_attempts
-from ...foreign import model_input as foreign_input
 from . import _direct
 from ._attributes import request_attributes
 from ._exchange import CallRecorder, CallReplayer
@@ -81,17 +81,9 @@ def call_input(request_options: Any, endpoint: str, body: dict[str, Any] | None 
     return value, model if isinstance(model, str) and model else "unknown"
 
 
-def _as_recorded(run: Run, value: dict[str, Any]) -> dict[str, Any]:
-    """The input as the run being replayed recorded it: for a trace another instrumentation
-    recorded, the part of the request it kept, in one form (``spanreplay.foreign``)."""
-    if not isinstance(run, ReplayingRun) or not run.events.run.instrumentation:
-        return value
-    return foreign_input(value["body"], run.events.run.compared, value["endpoint"])
-
-
 def _begin(run: Run, instance: Any, request_options: Any, endpoint: str) -> tuple[Call, str]:
     value, model = call_input(request_options, endpoint)
-    value = _as_recorded(run, value)
+    value = as_recorded(run.events if isinstance(run, ReplayingRun) else None, value)
     attributes: dict[str, Any] = {}
     try:
         if not isinstance(run, ReplayingRun):  # replay emits no span to put them on
@@ -116,7 +108,7 @@ def _begin_direct(
     if body is None:
         return None
     value, model = call_input(request_options, endpoint, body)
-    value = _as_recorded(run, value)
+    value = as_recorded(run.events if isinstance(run, ReplayingRun) else None, value)
     input_json = _direct.encoded(value)
     if input_json is None:
         return None
