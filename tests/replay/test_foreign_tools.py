@@ -67,7 +67,7 @@ def _chat(inputs: list[dict[str, Any]], output: list[dict[str, Any]], finish: st
     }
 
 
-def write_trace(path: Path, *, tool_result: bool | None) -> str:
+def write_trace(path: Path, *, tool_result: bool | None, answered: bool = True) -> str:
     """A GenAI trace of ``agent``; ``tool_result`` None: no tool span, False: one without its result."""
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
@@ -93,7 +93,10 @@ def write_trace(path: Path, *, tool_result: bool | None) -> str:
                 pass
         said = [{"type": "text", "content": "It is in the depot."}]
         history = [question, {"role": "assistant", "parts": [call]}, {"role": "user", "parts": [answer]}]
-        with tracer.start_as_current_span(f"chat {MODEL}", attributes=_chat(history, said, "stop")):
+        last = _chat(history, said, "stop")
+        if not answered:
+            del last["gen_ai.output.messages"]  # content capture cut, or the call failed
+        with tracer.start_as_current_span(f"chat {MODEL}", attributes=last):
             pass
     provider.shutdown()
     encoder = LineEncoder()
@@ -165,3 +168,18 @@ def test_show_marks_each_step_with_its_instrumentation_and_what_it_can_replay(tm
     text = CliRunner().invoke(cli, ["show", str(tmp_path / "t.jsonl"), trace_id], env={"COLUMNS": "200"})
     assert re.search(r"cannot replay\s+tool lookup_order: no recorded result", text.output)
     assert "genai  model call: replayable" in text.output
+
+
+def test_a_model_call_without_a_recorded_response_is_said_up_front_and_never_served(
+    instrumented: None, client: anthropic.Anthropic, tmp_path: Path
+) -> None:
+    trace_id = write_trace(tmp_path / "t.jsonl", tool_result=True, answered=False)
+    with (
+        pytest.warns(spanreplay.SpanReplayWarning, match=f"model {MODEL}: no recorded response"),
+        pytest.raises(spanreplay.ReplayDivergenceError, match="recorded no response, so it cannot be served"),
+        spanreplay.replay(tmp_path / "t.jsonl", trace_id) as run,
+    ):
+        agent(client)
+    assert run.outcome == "diverged"
+    shown = json.loads(CliRunner().invoke(cli, ["show", str(tmp_path / "t.jsonl"), trace_id, "--json"]).stdout)
+    assert shown["steps"][-1]["replay"].startswith("model call: no recorded response, cannot replay")

@@ -24,6 +24,7 @@ from .. import _semconv as sc
 from .._events import Event, EventLog, RunInfo, RunSummary
 from .._payloads import encode_input, encode_output
 from .._spans import STATUS_ERROR, SpanRecord
+from ..errors import ReplayDivergenceError
 from . import _genai, _openinference, _stream
 from ._calls import ForeignCall
 from ._compare import comparable
@@ -99,6 +100,18 @@ def attempts(event: Event, stream: bool) -> list[dict[str, Any]] | None:
         return None
     output = orjson.loads(event.output_json)
     found: list[dict[str, Any]] = output.get("attempts", []) if isinstance(output, dict) else []
+    if not found:
+        # Fail closed: the span kept no response (content capture off, or the call failed).
+        raise ReplayDivergenceError(
+            f"Replay of trace {event.run_id} reached model call {event.call_id} (seq {event.seq}), whose span "
+            f"({event.attributes.get(INSTRUMENTATION)}) recorded no response, so it cannot be served; record "
+            "with content capture on, or replay only up to this call.",
+            run_id=event.run_id,
+            seq=event.seq,
+            call_id=event.call_id,
+            recorded=f"{event.describe()} without a response",
+            attempted=event.call_id,
+        )
     if not stream:
         return found
     return [

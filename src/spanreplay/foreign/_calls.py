@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+import orjson
+
 # Which project wrote a step (``spanreplay show`` and docs/foreign.md use these names).
 OPENINFERENCE: Final = "openinference"
 OPENLLMETRY: Final = "openllmetry"
@@ -46,8 +48,9 @@ def json_attribute(attributes: Mapping[str, Any], name: str) -> Any:
     if not isinstance(value, str):
         return value
     try:
-        return json.loads(value)
-    except ValueError:
+        # orjson: an integer past 64 bits, which no payload encoder takes, comes back a float.
+        return orjson.loads(value)
+    except orjson.JSONDecodeError:
         return None
 
 

@@ -10,9 +10,10 @@ either way) are left out, as are the fields the span did not record.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
+
+import orjson
 
 # Never compared: how the answer is delivered, and marks the conventions do not keep.
 _NOT_COMPARED: Final = frozenset({"stream", "metadata", "extra_headers"})
@@ -84,8 +85,8 @@ def _result(content: Any) -> Any:
     text = _text(content)
     if isinstance(text, str):
         try:
-            return json.loads(text)
-        except ValueError:
+            return orjson.loads(text)
+        except orjson.JSONDecodeError:
             return text
     return text
 

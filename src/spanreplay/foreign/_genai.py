@@ -18,6 +18,8 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
+import orjson
+
 from .. import _semconv as sc
 from .._spans import SpanRecord
 from ._calls import (
@@ -115,8 +117,8 @@ def _block(part: Mapping[str, Any]) -> dict[str, Any]:
     if kind == "tool_call":
         arguments = part.get("arguments")
         if isinstance(arguments, str):
-            with contextlib.suppress(ValueError):
-                arguments = json.loads(arguments)
+            with contextlib.suppress(orjson.JSONDecodeError):
+                arguments = orjson.loads(arguments)
         return {
             "type": "tool_use",
             "id": str(part.get("id", "")),
@@ -143,7 +145,7 @@ def _messages(messages: list[Any]) -> list[dict[str, Any]]:
         if not isinstance(message, dict):
             continue
         role = str(message.get("role", "user"))
-        blocks = [_block(part) for part in message.get("parts") or [] if isinstance(part, dict)]
+        blocks = [_block(part) for part in _list(message.get("parts")) if isinstance(part, dict)]
         if role == "system":
             continue
         out.append({"role": "user" if role == "tool" else role, "content": blocks})
@@ -162,15 +164,17 @@ def _flattened(attributes: Mapping[str, Any], which: str) -> tuple[list[dict[str
         flat = found[index]
         role = str(flat.get("role", "user"))
         content = json_attribute(flat, "content")
-        if content is None or isinstance(content, (int, float)):
-            content = flat.get("content", "")
-        if role == "system":
-            system = content
-            continue
         if isinstance(content, list):
+            # Content blocks (some write text parts with "content" for "text"); anything else is no block.
             content = [
                 _block(b) if "content" in b and b.get("type") == "text" else b for b in content if isinstance(b, dict)
             ]
+        else:
+            raw = flat.get("content")
+            content = raw if isinstance(raw, str) else "" if raw is None else json.dumps(raw)
+        if role == "system":
+            system = content
+            continue
         messages.append({"role": role, "content": content})
     return messages, system
 
@@ -180,7 +184,7 @@ def _message(attributes: Mapping[str, Any], model: str, gaps: list[str]) -> dict
     finish: Any = None
     outputs = json_attribute(attributes, "gen_ai.output.messages")
     if isinstance(outputs, list) and outputs and isinstance(outputs[0], dict):
-        content = [_block(part) for part in outputs[0].get("parts") or [] if isinstance(part, dict)]
+        content = [_block(part) for part in _list(outputs[0].get("parts")) if isinstance(part, dict)]
         finish = outputs[0].get("finish_reason")
     elif "gen_ai.completion.0.role" in attributes or "gen_ai.completion.0.content" in attributes:
         messages, _ = _flattened(attributes, "completion")
@@ -212,6 +216,10 @@ def _message(attributes: Mapping[str, Any], model: str, gaps: list[str]) -> dict
             )
         ),
     )
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
 
 
 def _int(value: Any) -> int | None:
