@@ -17,6 +17,7 @@ import spanreplay
 from helpers.foreign_fixtures import ANSWER, FILES, FOREIGN, total_tokens, trace_id
 from spanreplay.cli import cli
 from spanreplay.foreign import COMPARED, GAPS, INSTRUMENTATION
+from spanreplay.readers import iter_spans
 
 ALL = sorted(FILES)
 
@@ -102,3 +103,27 @@ def test_runs_and_cost_on_the_command_line(tmp_path: Path) -> None:
     assert group["run"] == trace_id(path)
     assert group["calls"] == 3
     assert group["total_tokens"] == total_tokens(path)
+
+
+def test_stdin_lists_and_shows_a_foreign_run() -> None:
+    path = FOREIGN / "openllmetry-create.binpb"
+    listed = CliRunner().invoke(cli, ["runs", "-", "--json"], input=path.read_bytes())
+    assert listed.exit_code == 0, listed.output
+    assert [row["run_id"] for row in json.loads(listed.stdout)] == [trace_id(path)]
+    shown = CliRunner().invoke(cli, ["show", "-", trace_id(path), "--json"], input=path.read_bytes())
+    assert shown.exit_code == 0, shown.output
+    assert [s["replay"] for s in json.loads(shown.stdout)["steps"]] == ["model call: replayable"] * 3
+
+
+@pytest.mark.parametrize("kind", ["jaeger", "tempo"])
+def test_a_backend_gives_the_foreign_run_of_a_trace_id(kind: str) -> None:
+    from fixtures.backends import BackendServer, serving
+
+    path = FOREIGN / "openinference-create.binpb"
+    server = BackendServer(kind)
+    server.add(iter_spans(path))
+    with serving(server):
+        log = spanreplay.load(f"{kind}+{server.url}", trace_id(path))
+    from_file = spanreplay.load(path, trace_id(path))
+    assert log.run_id == trace_id(path)
+    assert [(e.call_id, e.input, e.output) for e in log] == [(e.call_id, e.input, e.output) for e in from_file]

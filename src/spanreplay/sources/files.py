@@ -98,17 +98,41 @@ class StdinSource:
         return iter_spans(STDIN)
 
     def runs(self, tap: SpanTap | None = None) -> list[RunSummary]:
-        return summaries(iter_spans(STDIN, contains=RUN_MARKER), tap)
+        # Read once: every span is parsed, and those of other instrumentations make runs of their own.
+        foreign: list[SpanRecord] = []
+
+        def ours(spans: Iterator[SpanRecord]) -> Iterator[SpanRecord]:
+            for span in spans:
+                if sc.RUN_ID in span.attributes:
+                    yield span
+                else:
+                    if tap is not None:
+                        tap(span)
+                    foreign.append(span)
+
+        found = summaries(ours(iter_spans(STDIN)), tap)
+        found.extend(foreign_summaries(foreign, exclude={r.trace_id for r in found}))
+        found.sort(key=lambda r: (r.start_ns, r.run_id))
+        return found
 
     def load(self, run_id: str | None = None) -> EventLog:
         # Only the wanted run's spans are kept (all runs' when the run is to be picked from them).
         by_run: dict[str, list[SpanRecord]] = {}
-        for span in iter_spans(STDIN, contains=RUN_MARKER if run_id is None else needle(run_id)):
+        in_trace: list[SpanRecord] = []
+        # A trace id may name a trace another instrumentation recorded: every line is read then.
+        contains = RUN_MARKER if run_id is None else None if is_trace_id(run_id) else needle(run_id)
+        for span in iter_spans(STDIN, contains=contains):
             found = span.attributes.get(sc.RUN_ID)
             if isinstance(found, str) and (run_id is None or found == run_id):
                 by_run.setdefault(found, []).append(span)
+            elif span.trace_id == run_id:
+                in_trace.append(span)
         if run_id is None:
             run_id = only_run(summaries(s for spans in by_run.values() for s in spans), "stdin")
+        if run_id not in by_run and in_trace:
+            log = foreign_log(run_id, in_trace)
+            if log is not None:
+                return log
         if run_id not in by_run:
             raise not_found(run_id, "stdin", None)
         # Already consumed: no lines left to check for damage.
