@@ -127,3 +127,12 @@ def test_a_backend_gives_the_foreign_run_of_a_trace_id(kind: str) -> None:
     from_file = spanreplay.load(path, trace_id(path))
     assert log.run_id == trace_id(path)
     assert [(e.call_id, e.input, e.output) for e in log] == [(e.call_id, e.input, e.output) for e in from_file]
+
+
+@pytest.mark.parametrize("name", ["openinference-create.binpb", "anthropic-sdk-stream.binpb"])
+def test_the_report_prices_each_foreign_step_as_runs_does(name: str, tmp_path: Path) -> None:
+    path = FOREIGN / name
+    (run,) = spanreplay.runs(path)
+    result = CliRunner().invoke(cli, ["report", str(path), run.run_id, "-o", str(tmp_path / "r.html")])
+    assert result.exit_code == 0, result.output
+    assert f"(3 steps, 3 model calls, ${run.usd:.6f})" in result.output

@@ -53,6 +53,16 @@ GAPS: Final = "spanreplay.foreign.gaps"
 # Bytes every foreign span this package reads holds (a listing skips lines without them).
 MARKERS: Final = (b"openinference.span.kind", b"gen_ai.operation.name", b"gen_ai.prompt.0")
 _TRACE_ID = re.compile(r"[0-9a-f]{32}")
+# The span attributes a foreign step keeps: its models and token counts (what the HTML
+# report prices), never its content, which the step's input and output hold.
+_KEPT: Final = (
+    "gen_ai.usage.",
+    "gen_ai.request.model",
+    "gen_ai.response.model",
+    "gen_ai.operation.name",
+    "llm.token_count.",
+    "llm.model_name",
+)
 
 
 def is_trace_id(run_id: str) -> bool:
@@ -192,7 +202,11 @@ def foreign_log(trace_id: str, spans: Iterable[SpanRecord]) -> EventLog | None:
     for seq, (span, call) in enumerate(steps, start=1):
         n = counters.get((call.kind, call.name), 0)
         counters[(call.kind, call.name)] = n + 1
-        attributes: dict[str, Any] = {INSTRUMENTATION: call.instrumentation, GAPS: tuple(call.gaps)}
+        attributes: dict[str, Any] = {
+            **{k: v for k, v in span.attributes.items() if k.startswith(_KEPT)},
+            INSTRUMENTATION: call.instrumentation,
+            GAPS: tuple(call.gaps),
+        }
         if call.kind == sc.KIND_MODEL:
             attributes[COMPARED] = tuple(compared)
             input_json = encode_input(model_input(call.request, compared))
