@@ -136,3 +136,48 @@ def test_the_report_prices_each_foreign_step_as_runs_does(name: str, tmp_path: P
     result = CliRunner().invoke(cli, ["report", str(path), run.run_id, "-o", str(tmp_path / "r.html")])
     assert result.exit_code == 0, result.output
     assert f"(3 steps, 3 model calls, ${run.usd:.6f})" in result.output
+
+
+def test_redacted_values_and_images_are_said_up_front_and_images_are_compared_as_media() -> None:
+    from spanreplay._spans import SpanRecord
+    from spanreplay.foreign import foreign_log, model_input
+
+    inputs = [
+        {
+            "role": "user",
+            "parts": [
+                {"type": "blob", "modality": "image", "content": ""},
+                {"type": "text", "content": "What is this?"},
+            ],
+        },
+        {"role": "assistant", "parts": [{"type": "text", "content": "__REDACTED__"}]},
+    ]
+    attributes = {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.request.model": "claude-haiku-4-5",
+        "gen_ai.input.messages": json.dumps(inputs),
+        "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": "A cat."}]}]),
+    }
+    span = SpanRecord(trace_id="1" * 32, span_id="2" * 16, name="chat", attributes=attributes)
+    log = foreign_log("1" * 32, [span])
+    assert log is not None
+    assert log.run.gaps == (
+        "model claude-haiku-4-5: blob blocks: the span did not keep their data, so they are not compared",
+        "model claude-haiku-4-5: values redacted by the instrumentation (__REDACTED__): "
+        "compared and served as recorded",
+    )
+    # The image the code sends today, with its data, matches the recorded blob part.
+    sent = {
+        "model": "claude-haiku-4-5",
+        "messages": [
+            {
+                "role": "user",
+                "content": [
+                    {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBO"}},
+                    {"type": "text", "text": "What is this?"},
+                ],
+            },
+            {"role": "assistant", "content": "__REDACTED__"},
+        ],
+    }
+    assert model_input(sent, log.run.compared) == log.events[0].input

@@ -26,7 +26,7 @@ from .._payloads import encode_input, encode_output
 from .._spans import STATUS_ERROR, SpanRecord
 from ..errors import ReplayDivergenceError
 from . import _genai, _openinference, _stream
-from ._calls import ForeignCall
+from ._calls import ForeignCall, content_gaps
 from ._compare import comparable
 
 __all__ = [
@@ -83,9 +83,10 @@ def is_foreign_span(span: SpanRecord) -> bool:
 def read_span(span: SpanRecord) -> ForeignCall | None:
     if not is_foreign_span(span):
         return None
-    if _openinference.SPAN_KIND in span.attributes:
-        return _openinference.read(span)
-    return _genai.read(span)
+    call = _openinference.read(span) if _openinference.SPAN_KIND in span.attributes else _genai.read(span)
+    if call is not None:
+        call.gaps.extend(content_gaps(call))
+    return call
 
 
 def model_input(body: Mapping[str, Any], compared: Iterable[str], endpoint: str = "messages") -> dict[str, Any]:

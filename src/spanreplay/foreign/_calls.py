@@ -102,3 +102,32 @@ def message_json(
             "cache_read_input_tokens": cache_read or 0,
         },
     }
+
+
+# What OpenInference writes in place of a value its TraceConfig hides (OPENINFERENCE_HIDE_*).
+REDACTED: Final = "__REDACTED__"
+_IMAGE_TYPES: Final = frozenset({"image", "document", "blob", "uri", "file"})
+
+
+def content_gaps(call: ForeignCall) -> list[str]:
+    """What the recorded content holds that replay cannot reproduce: redacted values, images."""
+    found: set[str] = set()
+
+    def walk(value: Any) -> None:
+        if isinstance(value, str):
+            if REDACTED in value:
+                found.add(f"values redacted by the instrumentation ({REDACTED}): compared and served as recorded")
+        elif isinstance(value, Mapping):
+            kind = value.get("type")
+            if isinstance(kind, str) and kind in _IMAGE_TYPES:
+                found.add(f"{kind} blocks: the span did not keep their data, so they are not compared")
+            for item in value.values():
+                walk(item)
+        elif isinstance(value, (list, tuple)):
+            for item in value:
+                walk(item)
+
+    walk(call.request)
+    walk(call.message)
+    walk(call.tool_output)
+    return sorted(found)

@@ -18,6 +18,8 @@ import orjson
 # Never compared: how the answer is delivered, and marks the conventions do not keep.
 _NOT_COMPARED: Final = frozenset({"stream", "metadata", "extra_headers"})
 _DROPPED_KEYS: Final = frozenset({"cache_control", "signature", "citations"})
+# Anthropic's media blocks and the GenAI conventions' media parts.
+_MEDIA: Final = frozenset({"image", "document", "blob", "uri", "file"})
 
 
 def comparable(body: Mapping[str, Any], fields: Iterable[str]) -> dict[str, Any]:
@@ -77,6 +79,10 @@ def _block(block: Mapping[str, Any]) -> dict[str, Any]:
         if block.get("is_error"):
             out["is_error"] = True
         return out
+    if kind in _MEDIA:
+        # Spans keep no image or document data (or keep it as a URL, a GenAI blob part...):
+        # that a block of media stood here is all that is compared.
+        return {"type": "media"}
     return {k: _plain(v) for k, v in block.items() if k not in _DROPPED_KEYS}
 
 
