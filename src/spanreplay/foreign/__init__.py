@@ -33,7 +33,6 @@ __all__ = [
     "COMPARED",
     "GAPS",
     "INSTRUMENTATION",
-    "MARKERS",
     "as_recorded",
     "attempts",
     "foreign_log",
@@ -50,8 +49,6 @@ __all__ = [
 INSTRUMENTATION: Final = "spanreplay.foreign.instrumentation"
 COMPARED: Final = "spanreplay.foreign.compared"
 GAPS: Final = "spanreplay.foreign.gaps"
-# Bytes every foreign span this package reads holds (a listing skips lines without them).
-MARKERS: Final = (b"openinference.span.kind", b"gen_ai.operation.name", b"gen_ai.prompt.0")
 _TRACE_ID = re.compile(r"[0-9a-f]{32}")
 # The span attributes a foreign step keeps: its models and token counts (what the HTML
 # report prices), never its content, which the step's input and output hold.

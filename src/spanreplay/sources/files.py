@@ -17,7 +17,7 @@ from .. import _semconv as sc
 from .._events import EventLog, RunSummary
 from .._spans import SpanRecord
 from ..errors import SpanReplayError, TraceFormatError
-from ..foreign import MARKERS, foreign_log, foreign_summaries, is_trace_id
+from ..foreign import foreign_log, foreign_summaries, is_foreign_span, is_trace_id
 from ..readers import STDIN, SpanReplayWarning, iter_spans
 from .runlog import RUN_MARKER, SpanTap, build_log, needle, not_found, only_run, summaries
 
@@ -33,24 +33,14 @@ class FileSource:
         return iter_spans(self.source)
 
     def runs(self, tap: SpanTap | None = None) -> list[RunSummary]:
-        found = summaries(iter_spans(self.source, contains=RUN_MARKER), tap)
-        found.extend(foreign_summaries(self._foreign_spans(tap), exclude={r.trace_id for r in found}))
-        if not found:
-            # Lines without a run id were skipped unread; with no run found, make sure
-            # that is because the source holds none, not because its lines are broken.
-            self._validate()
+        # One pass over every line: a line without a run id may hold another instrumentation's
+        # model calls, which are runs too (spanreplay.foreign). In spanreplay's own files every
+        # line holds a run id, so this parses what a filtered pass would.
+        foreign: list[SpanRecord] = []
+        found = summaries(_split(iter_spans(self.source), foreign, tap), tap)
+        found.extend(foreign_summaries(foreign, exclude={r.trace_id for r in found}))
         found.sort(key=lambda r: (r.start_ns, r.run_id))
         return found
-
-    def _foreign_spans(self, tap: SpanTap | None) -> Iterator[SpanRecord]:
-        """The spans other instrumentations wrote (without a run id): a pass per marker."""
-        for marker in MARKERS:
-            for span in iter_spans(self.source, contains=marker):
-                if sc.RUN_ID in span.attributes:
-                    continue  # spanreplay's own, read by the first pass
-                if tap is not None:
-                    tap(span)
-                yield span
 
     def load(self, run_id: str | None = None) -> EventLog:
         if run_id is None:
@@ -89,6 +79,19 @@ class FileSource:
                 pass
 
 
+def _split(spans: Iterator[SpanRecord], foreign: list[SpanRecord], tap: SpanTap | None) -> Iterator[SpanRecord]:
+    """spanreplay's spans, passed on; another instrumentation's model and tool spans, kept in
+    ``foreign`` (and shown to ``tap``, which ``summaries`` shows only the spans it is given)."""
+    for span in spans:
+        if sc.RUN_ID in span.attributes:
+            yield span
+            continue
+        if tap is not None:
+            tap(span)
+        if is_foreign_span(span):
+            foreign.append(span)
+
+
 class StdinSource:
     """``-``: read once, so every spanreplay line is parsed on the one pass."""
 
@@ -98,19 +101,9 @@ class StdinSource:
         return iter_spans(STDIN)
 
     def runs(self, tap: SpanTap | None = None) -> list[RunSummary]:
-        # Read once: every span is parsed, and those of other instrumentations make runs of their own.
+        # Every span is parsed, and those of other instrumentations make runs of their own.
         foreign: list[SpanRecord] = []
-
-        def ours(spans: Iterator[SpanRecord]) -> Iterator[SpanRecord]:
-            for span in spans:
-                if sc.RUN_ID in span.attributes:
-                    yield span
-                else:
-                    if tap is not None:
-                        tap(span)
-                    foreign.append(span)
-
-        found = summaries(ours(iter_spans(STDIN)), tap)
+        found = summaries(_split(iter_spans(STDIN), foreign, tap), tap)
         found.extend(foreign_summaries(foreign, exclude={r.trace_id for r in found}))
         found.sort(key=lambda r: (r.start_ns, r.run_id))
         return found
