@@ -181,3 +181,32 @@ def test_redacted_values_and_images_are_said_up_front_and_images_are_compared_as
         ],
     }
     assert model_input(sent, log.run.compared) == log.events[0].input
+
+
+def test_openinference_flattened_attributes_alone_give_the_same_steps() -> None:
+    """A backend that dropped input.value and output.value (long values) leaves the flattened
+    llm.* attributes: the same request is compared and the same content served, with gaps said."""
+    import msgspec
+
+    from spanreplay.foreign import foreign_log
+
+    path = FOREIGN / "openinference-create.binpb"
+    whole = spanreplay.load(path, trace_id(path))
+    cut = [
+        msgspec.structs.replace(
+            span, attributes={k: v for k, v in span.attributes.items() if k not in ("input.value", "output.value")}
+        )
+        for span in iter_spans(path)
+    ]
+    flattened = foreign_log(trace_id(path), cut)
+    assert flattened is not None
+    assert [e.input for e in flattened] == [e.input for e in whole]
+    for short, full in zip(flattened, whole, strict=True):
+        served, recorded = short.output["attempts"][0]["body"], full.output["attempts"][0]["body"]
+        assert [{k: v for k, v in b.items() if v is not None} for b in served["content"]] == [
+            {k: v for k, v in b.items() if v is not None and k in ("type", "text", "id", "name", "input")}
+            for b in recorded["content"]
+        ]
+        assert served["stop_reason"] == recorded["stop_reason"]
+        assert served["usage"]["output_tokens"] == recorded["usage"]["output_tokens"]
+    assert any("no output.value" in gap for gap in flattened.run.gaps)
