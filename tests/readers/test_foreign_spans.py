@@ -210,3 +210,52 @@ def test_openinference_flattened_attributes_alone_give_the_same_steps() -> None:
         assert served["stop_reason"] == recorded["stop_reason"]
         assert served["usage"]["output_tokens"] == recorded["usage"]["output_tokens"]
     assert any("no output.value" in gap for gap in flattened.run.gaps)
+
+
+def test_the_older_flattened_conventions_read_as_the_current_ones() -> None:
+    """``gen_ai.prompt.N.*``/``gen_ai.completion.N.*`` (OpenLLMetry before the message attributes)."""
+    from spanreplay._spans import SpanRecord
+    from spanreplay.foreign import foreign_log
+
+    current = {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.request.model": "claude-haiku-4-5",
+        "gen_ai.system_instructions": json.dumps([{"type": "text", "content": "Be brief."}]),
+        "gen_ai.input.messages": json.dumps([{"role": "user", "parts": [{"type": "text", "content": "Order A-17?"}]}]),
+        "gen_ai.output.messages": json.dumps(
+            [
+                {
+                    "role": "assistant",
+                    "parts": [
+                        {"type": "text", "content": "Looking."},
+                        {"type": "tool_call", "id": "toolu_1", "name": "lookup", "arguments": {"id": "A-17"}},
+                    ],
+                    "finish_reason": "tool_call",
+                }
+            ]
+        ),
+    }
+    older = {
+        "gen_ai.system": "Anthropic",
+        "gen_ai.request.model": "claude-haiku-4-5",
+        "gen_ai.prompt.0.role": "system",
+        "gen_ai.prompt.0.content": "Be brief.",
+        "gen_ai.prompt.1.role": "user",
+        "gen_ai.prompt.1.content": "Order A-17?",
+        "gen_ai.completion.0.role": "assistant",
+        "gen_ai.completion.0.content": "Looking.",
+        "gen_ai.completion.0.finish_reason": "tool_use",
+        "gen_ai.completion.0.tool_calls.0.id": "toolu_1",
+        "gen_ai.completion.0.tool_calls.0.name": "lookup",
+        "gen_ai.completion.0.tool_calls.0.arguments": '{"id": "A-17"}',
+    }
+    logs = [
+        foreign_log("3" * 32, [SpanRecord(trace_id="3" * 32, span_id="4" * 16, name="chat", attributes=a)])
+        for a in (current, older)
+    ]
+    assert logs[0] is not None
+    assert logs[1] is not None
+    (new,), (old,) = logs[0].events, logs[1].events
+    assert old.input == new.input
+    assert old.output == new.output
+    assert old.output["attempts"][0]["body"]["stop_reason"] == "tool_use"

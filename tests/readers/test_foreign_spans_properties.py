@@ -46,6 +46,8 @@ names = st.sampled_from(
         "gen_ai.prompt.0.role",
         "gen_ai.prompt.0.content",
         "gen_ai.completion.0.content",
+        "gen_ai.completion.0.tool_calls.0.arguments",
+        "gen_ai.completion.0.tool_calls.0.name",
         "gen_ai.tool.call.arguments",
         "gen_ai.tool.call.result",
         "input.value",

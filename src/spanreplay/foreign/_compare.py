@@ -79,7 +79,7 @@ def _block(block: Mapping[str, Any]) -> dict[str, Any]:
         if block.get("is_error"):
             out["is_error"] = True
         return out
-    if kind in _MEDIA:
+    if isinstance(kind, str) and kind in _MEDIA:
         # Spans keep no image or document data (or keep it as a URL, a GenAI blob part...):
         # that a block of media stood here is all that is compared.
         return {"type": "media"}

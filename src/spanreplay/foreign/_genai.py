@@ -175,8 +175,22 @@ def _flattened(attributes: Mapping[str, Any], which: str) -> tuple[list[dict[str
         if role == "system":
             system = content
             continue
+        calls = _flat_tool_calls(flat)
+        if calls:
+            text = [{"type": "text", "text": content}] if isinstance(content, str) and content else []
+            content = [*(text if isinstance(content, str) else content), *calls]
         messages.append({"role": role, "content": content})
     return messages, system
+
+
+def _flat_tool_calls(flat: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """``tool_calls.N.id``/``name``/``arguments`` of one flattened message, as tool_use blocks."""
+    found: dict[int, dict[str, Any]] = {}
+    for name, value in flat.items():
+        match = re.match(r"^tool_calls\.(\d+)\.(id|name|arguments)$", name)
+        if match:
+            found.setdefault(int(match.group(1)), {})[match.group(2)] = value
+    return [_block({"type": "tool_call", **found[i]}) for i in sorted(found)]
 
 
 def _message(attributes: Mapping[str, Any], model: str, gaps: list[str]) -> dict[str, Any] | None:
