@@ -93,4 +93,4 @@ def test_any_attribute_values_read_or_are_left_out(kind: dict[str, Any], extra: 
             assert event.output_json is not None  # a tool span without its result is no step
     if call.kind == "tool" and not call.has_output:
         assert len(log) == 0
-        assert log.run.gaps == (f"tool {call.name}: no recorded result",)
+        assert log.run.gaps == (f"tool {call.name}: no recorded result, will run live",)

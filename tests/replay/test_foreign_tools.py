@@ -163,10 +163,10 @@ def test_show_marks_each_step_with_its_instrumentation_and_what_it_can_replay(tm
     shown = json.loads(result.stdout)
     assert shown["run"]["recorded_by"] == "genai"
     assert shown["run"]["compared"] == ["max_tokens", "messages", "model"]
-    assert shown["run"]["cannot_reproduce"] == ["tool lookup_order: no recorded result"]
+    assert shown["run"]["cannot_reproduce"] == ["tool lookup_order: no recorded result, will run live"]
     assert [s["replay"] for s in shown["steps"]] == ["model call: replayable", "model call: replayable"]
     text = CliRunner().invoke(cli, ["show", str(tmp_path / "t.jsonl"), trace_id], env={"COLUMNS": "200"})
-    assert re.search(r"cannot replay\s+tool lookup_order: no recorded result", text.output)
+    assert re.search(r"cannot replay\s+tool lookup_order: no recorded result, will run live", text.output)
     assert "genai  model call: replayable" in text.output
 
 

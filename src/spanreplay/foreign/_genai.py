@@ -105,7 +105,7 @@ def _tool_call(span: SpanRecord) -> ForeignCall:
         result = json_attribute(attributes, "gen_ai.tool.call.result")
         call.tool_output = attributes["gen_ai.tool.call.result"] if result is None else result
     else:
-        call.gaps.append(f"tool {call.name}: no recorded result")
+        call.gaps.append(f"tool {call.name}: no recorded result, will run live")
     return call
 
 

@@ -41,7 +41,7 @@ def _tool_call(span: SpanRecord) -> ForeignCall:
     if call.has_output and call.tool_output is None:
         call.tool_output = attributes.get("output.value")
     if not call.has_output:
-        call.gaps.append(f"tool {call.name}: no recorded result")
+        call.gaps.append(f"tool {call.name}: no recorded result, will run live")
     return call
 
 
