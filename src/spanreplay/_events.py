@@ -117,6 +117,12 @@ class RunInfo:
     # Where the run span was read from ("{file}:{line}" from a trace file): replay looks
     # for the run's salt beside that file. Not part of the run's identity.
     origin: str = field(default="", compare=False)
+    # A trace another instrumentation recorded (spanreplay.foreign): who recorded it,
+    # and the request fields its model calls are compared on; "" and () for spanreplay's runs.
+    instrumentation: str = ""
+    compared: tuple[str, ...] = ()
+    # What of such a trace cannot be reproduced, said before a replay starts.
+    gaps: tuple[str, ...] = ()
 
     @property
     def started(self) -> datetime | None:

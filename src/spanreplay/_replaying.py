@@ -42,8 +42,10 @@ from .errors import (
     SpanReplayError,
     former_names,
 )
+from .foreign._live import RECORDED, unrecorded_tool
 from .masking import MaskingSession
 from .masking._names import NameMasker
+from .readers import warn
 
 logger = logging.getLogger("spanreplay")
 
@@ -75,9 +77,15 @@ class ReplayingRun(Run):
         require_all_steps: bool = True,
         break_at: BreakAt = None,
         overrides: Mapping[int | str, Any] | None = None,
+        live: bool = True,
     ) -> None:
         super().__init__(events.run_id, events.run.agent)
         self.events = events
+        # A trace another instrumentation recorded: tools it holds no result of run for real
+        # unless live=False (spanreplay.foreign._live); what it cannot reproduce is said now.
+        self.live = live
+        if events.run.gaps:
+            warn(f"Trace {events.run_id} cannot be replayed exactly: " + "; ".join(events.run.gaps) + ".")
         self.engine = ReplayEngine(events, ignore_paths=ignore_paths)
         self.breakpoints = Breakpoints(events, break_at)
         self._breaking = bool(self.breakpoints)  # checked on every call: an attribute, not __bool__
@@ -223,6 +231,10 @@ class ReplayingRun(Run):
         decode: Decoder | None,
         attributes: dict[str, Any] | None,
     ) -> Any:
+        if kind == sc.KIND_TOOL and self.events.run.instrumentation:
+            live = unrecorded_tool(self.events, key, fn, live=self.live)
+            if live is not RECORDED:
+                return live
         scope, key, call_id, seq = self._next_call(kind, key)
         data = self._encoded_input(kind, key, input, call_id)
         if self.overrides is not None and call_id in self.overrides:

@@ -82,6 +82,7 @@ def replay(
     break_at: BreakAt = None,
     guard: bool = False,
     overrides: Mapping[int | str, Any] | None = None,
+    live: bool = True,
 ) -> ReplayingRun:
     """Replay a recorded run: ``with spanreplay.replay("traces/", run_id) as run: ...``.
 
@@ -108,6 +109,9 @@ def replay(
             makes; it is served without an input to compare. Values are served as given,
             not masked. Once the code no longer matches the recording, the replay diverges;
             the run may end differently from the recording once an override was served.
+        live: for a trace another instrumentation recorded (run id: its trace id),
+            run the tools it holds no result of for real; False refuses them
+            instead (docs/foreign.md). Runs spanreplay recorded never run work.
     """
     if strict is not None:
         warnings.warn(
@@ -123,7 +127,12 @@ def replay(
 
         log = load(source, run_id)
     run = ReplayingRun(
-        log, ignore_paths=ignore_paths, require_all_steps=require_all_steps, break_at=break_at, overrides=overrides
+        log,
+        ignore_paths=ignore_paths,
+        require_all_steps=require_all_steps,
+        break_at=break_at,
+        overrides=overrides,
+        live=live,
     )
     if guard:
         run.guard = DirectCallGuard(run.run_id)

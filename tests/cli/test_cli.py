@@ -201,10 +201,12 @@ def test_runs_on_files_without_spanreplay_runs_says_so_and_exits_0() -> None:
         assert invoke("runs", str(source), "--json").stdout.strip() == "[]"
 
 
-def test_runs_on_the_third_party_fixture_directory_finds_no_runs_and_exits_0() -> None:
+def test_runs_on_the_third_party_fixture_directory_finds_only_the_foreign_run_and_exits_0() -> None:
     result = invoke("runs", str(THIRD_PARTY))
     assert result.exit_code == EXIT_OK, result.output
-    assert f"no spanreplay runs in {THIRD_PARTY}" in result.stdout
+    # Its one agent trace of another instrumentation is a run named by its trace id (docs/foreign.md).
+    assert "4a1b2c3d4e5f60718293a4b5c6d7e8f9" in result.stdout
+    assert "1 run(s)" in result.stdout
 
 
 def test_runs_warns_on_stderr_about_a_torn_last_line_and_lists_the_rest(agent: ModuleType, trace_dir: Path) -> None:

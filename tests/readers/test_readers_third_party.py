@@ -20,6 +20,9 @@ from spanreplay.readers import iter_spans
 from spanreplay.readers._otlp_json import any_value, key_values
 
 ALL_FILES = sorted(p for p in THIRD_PARTY.rglob("*") if p.is_file() and p.name != "SOURCES.md")
+# The one file that holds model calls of another instrumentation: a foreign run (spanreplay.foreign).
+GENAI = THIRD_PARTY / "jaeger-ui" / "genaiTestTrace.json"
+NO_RUNS = [p for p in ALL_FILES if p != GENAI]
 
 
 def spans_of(relative: str) -> list[SpanRecord]:
@@ -39,14 +42,28 @@ def test_every_listed_source_file_is_present() -> None:
         assert f"`{name}`" in listed
 
 
-@pytest.mark.parametrize("path", ALL_FILES, ids=lambda p: str(p.relative_to(THIRD_PARTY)))
+@pytest.mark.parametrize("path", NO_RUNS, ids=lambda p: str(p.relative_to(THIRD_PARTY)))
 def test_third_party_file_reads_and_holds_no_spanreplay_runs(path: Path) -> None:
     spans = list(iter_spans(path))
     assert all(span.origin.startswith(str(path)) for span in spans)
     assert spanreplay.runs(path) == []
 
 
-@pytest.mark.parametrize("path", ALL_FILES, ids=lambda p: str(p.relative_to(THIRD_PARTY)))
+def test_the_genai_agent_trace_is_a_run_named_by_its_trace_id() -> None:
+    (run,) = spanreplay.runs(GENAI)
+    assert run.run_id == run.trace_id == "4a1b2c3d4e5f60718293a4b5c6d7e8f9"
+    assert run.agent == "genai"
+    log = spanreplay.load(GENAI, run.run_id)
+    assert run.steps == len(log) == 11
+    assert [e.kind for e in log].count("model") == run.model_calls == 5
+    assert log.events[1].call_id == "tool:list_dashboards#0"
+    assert log.events[1].output == {"status": "ok", "rows": 12}
+    # Its summarize_findings span holds no result: said up front, and no step of the run.
+    assert log.run.gaps == ("tool summarize_findings: no recorded result, will run live",)
+    assert "summarize_findings" not in {e.key for e in log}
+
+
+@pytest.mark.parametrize("path", NO_RUNS, ids=lambda p: str(p.relative_to(THIRD_PARTY)))
 def test_loading_a_third_party_file_says_it_holds_no_runs(path: Path) -> None:
     with pytest.raises(spanreplay.RunNotFoundError, match="holds no spanreplay runs"):
         spanreplay.load(path)
@@ -57,7 +74,7 @@ def test_the_whole_third_party_directory_reads_as_one_source() -> None:
     with pytest.warns(spanreplay.SpanReplayWarning, match=r"Skipped .*SOURCES\.md: not a trace file"):
         assert len(list(iter_spans(THIRD_PARTY))) == total == 84
     with pytest.warns(spanreplay.SpanReplayWarning, match="SOURCES.md"):
-        assert spanreplay.runs(THIRD_PARTY) == []
+        assert [r.run_id for r in spanreplay.runs(THIRD_PARTY)] == ["4a1b2c3d4e5f60718293a4b5c6d7e8f9"]
 
 
 # --- opentelemetry-proto -------------------------------------------------------------

@@ -16,6 +16,7 @@ from rich.text import Span, Text
 from .. import _semconv as sc
 from .._events import ErrorInfo, Event, EventLog, RunInfo
 from .._loader import load
+from ..foreign import INSTRUMENTATION, step_note
 from ._common import (
     MIN_PREVIEW,
     BadInput,
@@ -105,6 +106,11 @@ def run_dict(run: RunInfo) -> dict[str, Any]:
         "steps": run.steps,
         "forked_from": run.forked_from,
         "forked_at": run.forked_at,
+        **(
+            {"recorded_by": run.instrumentation, "compared": list(run.compared), "cannot_reproduce": list(run.gaps)}
+            if run.instrumentation
+            else {}
+        ),
     }
 
 
@@ -122,6 +128,11 @@ def step_dict(event: Event) -> dict[str, Any]:
         "output": event.output,
         "error": error_dict(event.error),
         "masked": masked_dict(event),
+        **(
+            {"recorded_by": event.attributes[INSTRUMENTATION], "replay": step_note(event)}
+            if INSTRUMENTATION in event.attributes
+            else {}
+        ),
     }
 
 
@@ -155,11 +166,15 @@ def _print_run(log: EventLog) -> None:
     if run.forked_from:
         at = f", live from seq {run.forked_at}" if run.forked_at is not None else ", every step served"
         header.add_row("forked from", Text(printable(run.forked_from) + at))
+    if run.instrumentation:
+        _foreign_rows(header, run)
     out.print(header)
     out.print()
     if not len(log):
         out.print("The run made no boundary calls.")
         return
+    if run.instrumentation:
+        _print_step_notes(out, log)
     headers = ["seq", "call id", "kind", "key", "result", "duration"]
     rows = [
         [
@@ -255,6 +270,23 @@ def _print_step_lines(out: Console, log: EventLog, rows: list[list[str]]) -> Non
             out.print(f"      out: {preview(_text(event.output_json), room)}", markup=False)
     out.print()
     out.print(f"{len(log)} step(s). Full payloads of one step: --seq N", markup=False)
+
+
+def _foreign_rows(header: Table, run: RunInfo) -> None:
+    """What a trace another instrumentation recorded lets replay do, said before its steps."""
+    header.add_row("recorded by", Text(printable(run.instrumentation)))
+    compared = ", ".join(run.compared) if run.compared else "nothing (the spans hold no request)"
+    header.add_row("compared", Text(f"request {compared}; other request fields are not compared"))
+    header.add_row("tools", Text("tools the trace holds no result of run for real on replay (live=False refuses)"))
+    for gap in run.gaps:
+        header.add_row("cannot replay", Text(printable(gap), style="yellow"))
+
+
+def _print_step_notes(out: Console, log: EventLog) -> None:
+    for event in log:
+        note = printable(step_note(event))
+        out.print(f"{event.seq:>4}  {printable(str(event.attributes.get(INSTRUMENTATION, '')))}  {note}", markup=False)
+    out.print()
 
 
 def _text(data: bytes | None) -> str:

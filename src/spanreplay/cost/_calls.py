@@ -39,8 +39,12 @@ _MODEL_OPERATIONS: Final = frozenset({"chat", "text_completion", "generate_conte
 # The conventions' names before input/output tokens (still written by older instrumentations).
 _OLD_INPUT: Final = "gen_ai.usage.prompt_tokens"
 _OLD_OUTPUT: Final = "gen_ai.usage.completion_tokens"
-# Runs outside spanreplay are named by their trace.
-OUTSIDE_RUN_PREFIX: Final = "trace "
+# OpenInference's span kind and token counts (Arize Phoenix's instrumentors).
+_OPENINFERENCE_KIND: Final = "openinference.span.kind"
+_OI_INPUT: Final = "llm.token_count.prompt"
+_OI_OUTPUT: Final = "llm.token_count.completion"
+_OI_CACHE_READ: Final = "llm.token_count.prompt_details.cache_read"
+_OI_CACHE_WRITE: Final = "llm.token_count.prompt_details.cache_write"
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +56,7 @@ class RunFacts:
     status: str = ""
     start_ns: int = 0
     trace_id: str = ""
-    # False for the calls of a trace no spanreplay run covers (named "trace <id>").
+    # False for the calls of a trace no spanreplay run covers: a foreign run, named by its trace id.
     recorded: bool = True
 
     @property
@@ -166,19 +170,21 @@ class CallCollector:
         for key, span in self._candidates.items():
             run_id = span.attributes.get(sc.RUN_ID)
             seq: int | None = None
+            outside = False
             if sc.CALL_ID in span.attributes and isinstance(run_id, str):
                 seq = _int(span.attributes.get(sc.SEQ))
             else:
                 owner, inside_model_call = _owner(self._parents, self._trace_runs, key)
                 if inside_model_call:
                     continue  # the same call as the spanreplay span around it
+                outside = not isinstance(run_id, str) and owner is None
                 if not isinstance(run_id, str):
-                    run_id = owner or OUTSIDE_RUN_PREFIX + span.trace_id
+                    # A trace outside any spanreplay run is a run of its own, named by its trace id.
+                    run_id = owner or span.trace_id
             if run_id not in roots:
                 # A crashed run (no root span) or a trace outside any run starts with its first call.
                 found = runs.get(run_id)
                 if found is None or (span.start_ns and span.start_ns < found.start_ns):
-                    outside = run_id.startswith(OUTSIDE_RUN_PREFIX)
                     runs[run_id] = RunFacts(
                         run_id=run_id,
                         status="" if outside else sc.RUN_STATUS_CRASHED,
@@ -195,6 +201,8 @@ def _looks_like_model_call(attributes: Mapping[str, Any]) -> bool:
     operation = attributes.get(sc.GEN_AI_OPERATION_NAME)
     # Foreign spans may hold any attribute value, lists included: test before hashing.
     if isinstance(operation, str) and operation in _MODEL_OPERATIONS:
+        return True
+    if attributes.get(_OPENINFERENCE_KIND) == "LLM":
         return True
     return any(
         name in attributes
@@ -267,7 +275,7 @@ def _input_digest(attributes: Mapping[str, Any], payload_digest: Any) -> str | N
 
 def model_of(attributes: Mapping[str, Any], span_name: str = "") -> str:
     """The model that answered (the response's), else the one asked for, else the span's key or name."""
-    for name in (sc.GEN_AI_RESPONSE_MODEL, sc.GEN_AI_REQUEST_MODEL, sc.KEY):
+    for name in (sc.GEN_AI_RESPONSE_MODEL, sc.GEN_AI_REQUEST_MODEL, sc.KEY, "llm.model_name"):
         value = attributes.get(name)
         if isinstance(value, str) and value:
             return value
@@ -283,18 +291,20 @@ def usage_of(attributes: Mapping[str, Any]) -> Usage | None:
     together follows Anthropic's own split instead, and its input is taken as
     the uncached part.
     """
-    total = _int(attributes.get(sc.GEN_AI_USAGE_INPUT_TOKENS))
-    if total is None:
-        total = _int(attributes.get(_OLD_INPUT))
-    output = _int(attributes.get(sc.GEN_AI_USAGE_OUTPUT_TOKENS))
-    if output is None:
-        output = _int(attributes.get(_OLD_OUTPUT))
+    total = _first_int(attributes, sc.GEN_AI_USAGE_INPUT_TOKENS, _OLD_INPUT, _OI_INPUT)
+    output = _first_int(attributes, sc.GEN_AI_USAGE_OUTPUT_TOKENS, _OLD_OUTPUT, _OI_OUTPUT)
     if total is None and output is None:
         return None
-    read = _int(attributes.get(sc.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS)) or 0
-    written = _int(attributes.get(sc.GEN_AI_USAGE_CACHE_WRITE_INPUT_TOKENS))
-    if written is None:
-        written = _int(attributes.get(sc.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS)) or 0
+    read = _first_int(attributes, sc.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS, _OI_CACHE_READ) or 0
+    written = (
+        _first_int(
+            attributes,
+            sc.GEN_AI_USAGE_CACHE_WRITE_INPUT_TOKENS,
+            sc.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS,
+            _OI_CACHE_WRITE,
+        )
+        or 0
+    )
     total = total or 0
     uncached = total - read - written if total >= read + written else total
     written_1h = _int(attributes.get(sc.ANTHROPIC_USAGE_CACHE_WRITE_1H_INPUT_TOKENS)) or 0
@@ -306,6 +316,15 @@ def usage_of(attributes: Mapping[str, Any]) -> Usage | None:
         cache_write_1h=min(written_1h, written),
         batch=attributes.get(sc.ANTHROPIC_USAGE_SERVICE_TIER) == "batch",
     )
+
+
+def _first_int(attributes: Mapping[str, Any], *names: str) -> int | None:
+    """The first of ``names`` that holds a token count (the conventions' names, then older ones)."""
+    for name in names:
+        found = _int(attributes.get(name))
+        if found is not None:
+            return found
+    return None
 
 
 def _int(value: Any) -> int | None:

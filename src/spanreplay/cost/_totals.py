@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final, Literal
 
-from ._calls import OUTSIDE_RUN_PREFIX, CallSource, ModelCall, RunFacts
+from ._calls import CallSource, ModelCall, RunFacts
 from ._prices import PriceTable
 
 __all__ = ["GROUPINGS", "Group", "PricedCall", "Totals", "group_calls", "price_calls", "run_totals"]
@@ -156,9 +156,9 @@ def group_key(by: Grouping, priced: PricedCall, runs: Mapping[str, RunFacts]) ->
     if by == "model":
         return call.model
     if by == "agent":
-        if call.run_id.startswith(OUTSIDE_RUN_PREFIX):
-            return OUTSIDE_RUNS
         facts = runs.get(call.run_id)
+        if facts is not None and not facts.recorded:
+            return OUTSIDE_RUNS
         return facts.agent if facts is not None and facts.agent else NO_AGENT
     moment = call.started or _run_start(runs.get(call.run_id))
     if moment is None:

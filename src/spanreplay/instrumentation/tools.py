@@ -9,10 +9,12 @@ from typing import Any, TypeVar, overload
 
 from .. import _semconv as sc
 from .._effects import EFFECT_ATTRIBUTES
-from .._run import run_for_boundary
+from .._run import Mode, run_for_boundary
+from .._tool_links import answered
 from .._typed_hints import ReturnDecoder
 
 F = TypeVar("F", bound=Callable[..., Any])
+_REPLAY = Mode.REPLAY
 
 __all__ = ["tool"]
 
@@ -105,8 +107,10 @@ def tool(fn: F | None = None, /, *, name: str | None = None, effect: bool = Fals
                 if run is None:
                     return await func(*args, **kwargs)
                 call = functools.partial(func, *args, **kwargs)
+                bound = bind(args, kwargs)
                 decode = (resolved[0] if resolved else decoder()) if run.serves_recorded else None
-                return await run.call_boundary(sc.KIND_TOOL, key, bind(args, kwargs), call, True, decode, attributes)
+                extra = attributes if run.mode is _REPLAY else _linked(attributes, answered(run, key, bound))
+                return await run.call_boundary(sc.KIND_TOOL, key, bound, call, True, decode, extra)
 
             return async_wrapper  # type: ignore[return-value]
 
@@ -116,9 +120,19 @@ def tool(fn: F | None = None, /, *, name: str | None = None, effect: bool = Fals
             if run is None:
                 return func(*args, **kwargs)
             call = functools.partial(func, *args, **kwargs)
+            bound = bind(args, kwargs)
             decode = (resolved[0] if resolved else decoder()) if run.serves_recorded else None
-            return run.call_boundary(sc.KIND_TOOL, key, bind(args, kwargs), call, False, decode, attributes)
+            # The tool_use block of the model's last response this call answers, if one does.
+            extra = attributes if run.mode is _REPLAY else _linked(attributes, answered(run, key, bound))
+            return run.call_boundary(sc.KIND_TOOL, key, bound, call, False, decode, extra)
 
         return wrapper  # type: ignore[return-value]
 
     return decorate(fn) if fn is not None else decorate
+
+
+def _linked(attributes: dict[str, Any] | None, links: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A tool's own start attributes (an effect's mark) with its tool_use link, when it has both."""
+    if links is None:
+        return attributes
+    return links if attributes is None else {**attributes, **links}

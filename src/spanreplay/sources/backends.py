@@ -37,6 +37,7 @@ from .._environment import environment
 from .._events import EventLog, RunSummary
 from .._spans import SpanRecord
 from ..errors import RunNotFoundError, TraceFormatError
+from ..foreign import foreign_log
 from ..readers import Incomplete, MalformedTrace, document_spans
 from .runlog import SpanTap, build_log, only_run, summaries
 
@@ -332,6 +333,9 @@ class BackendSource:
                     run_id=run_id,
                 )
             in_trace = sorted({s.attributes[sc.RUN_ID] for s in spans if isinstance(s.attributes.get(sc.RUN_ID), str)})
+            foreign = foreign_log(spans[0].trace_id, spans) if spans and not in_trace else None
+            if foreign is not None:
+                return foreign  # a trace another instrumentation recorded: its trace id is its run id
             if len(in_trace) != 1:
                 what = "no spanreplay run" if not in_trace else f"{len(in_trace)} runs ({', '.join(in_trace[:5])})"
                 raise RunNotFoundError(

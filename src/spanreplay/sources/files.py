@@ -17,6 +17,7 @@ from .. import _semconv as sc
 from .._events import EventLog, RunSummary
 from .._spans import SpanRecord
 from ..errors import SpanReplayError, TraceFormatError
+from ..foreign import foreign_log, foreign_summaries, is_foreign_span, is_trace_id
 from ..readers import STDIN, SpanReplayWarning, iter_spans
 from .runlog import RUN_MARKER, SpanTap, build_log, needle, not_found, only_run, summaries
 
@@ -32,17 +33,25 @@ class FileSource:
         return iter_spans(self.source)
 
     def runs(self, tap: SpanTap | None = None) -> list[RunSummary]:
-        found = summaries(iter_spans(self.source, contains=RUN_MARKER), tap)
-        if not found:
-            # Lines without a run id were skipped unread; with no run found, make sure
-            # that is because the source holds none, not because its lines are broken.
-            self._validate()
+        # One pass over every line: a line without a run id may hold another instrumentation's
+        # model calls, which are runs too (spanreplay.foreign). In spanreplay's own files every
+        # line holds a run id, so this parses what a filtered pass would.
+        foreign: list[SpanRecord] = []
+        found = summaries(_split(iter_spans(self.source), foreign, tap), tap)
+        found.extend(foreign_summaries(foreign, exclude={r.trace_id for r in found}))
+        found.sort(key=lambda r: (r.start_ns, r.run_id))
         return found
 
     def load(self, run_id: str | None = None) -> EventLog:
         if run_id is None:
             run_id = only_run(self.runs(), self.name)
         spans = [s for s in iter_spans(self.source, contains=needle(run_id)) if s.attributes.get(sc.RUN_ID) == run_id]
+        if not spans and is_trace_id(run_id):
+            # A trace another instrumentation recorded: its trace id is its run id. Protobuf
+            # holds trace ids as bytes, so no needle finds its records: every span is read.
+            log = foreign_log(run_id, (s for s in iter_spans(self.source) if s.trace_id == run_id))
+            if log is not None:
+                return log
         if not spans:
             raise not_found(run_id, self.name, self._listed())
         return build_log(run_id, spans, self.name, self._damage)
@@ -70,6 +79,19 @@ class FileSource:
                 pass
 
 
+def _split(spans: Iterator[SpanRecord], foreign: list[SpanRecord], tap: SpanTap | None) -> Iterator[SpanRecord]:
+    """spanreplay's spans, passed on; another instrumentation's model and tool spans, kept in
+    ``foreign`` (and shown to ``tap``, which ``summaries`` shows only the spans it is given)."""
+    for span in spans:
+        if sc.RUN_ID in span.attributes:
+            yield span
+            continue
+        if tap is not None:
+            tap(span)
+        if is_foreign_span(span):
+            foreign.append(span)
+
+
 class StdinSource:
     """``-``: read once, so every spanreplay line is parsed on the one pass."""
 
@@ -79,17 +101,31 @@ class StdinSource:
         return iter_spans(STDIN)
 
     def runs(self, tap: SpanTap | None = None) -> list[RunSummary]:
-        return summaries(iter_spans(STDIN, contains=RUN_MARKER), tap)
+        # Every span is parsed, and those of other instrumentations make runs of their own.
+        foreign: list[SpanRecord] = []
+        found = summaries(_split(iter_spans(STDIN), foreign, tap), tap)
+        found.extend(foreign_summaries(foreign, exclude={r.trace_id for r in found}))
+        found.sort(key=lambda r: (r.start_ns, r.run_id))
+        return found
 
     def load(self, run_id: str | None = None) -> EventLog:
         # Only the wanted run's spans are kept (all runs' when the run is to be picked from them).
         by_run: dict[str, list[SpanRecord]] = {}
-        for span in iter_spans(STDIN, contains=RUN_MARKER if run_id is None else needle(run_id)):
+        in_trace: list[SpanRecord] = []
+        # A trace id may name a trace another instrumentation recorded: every line is read then.
+        contains = RUN_MARKER if run_id is None else None if is_trace_id(run_id) else needle(run_id)
+        for span in iter_spans(STDIN, contains=contains):
             found = span.attributes.get(sc.RUN_ID)
             if isinstance(found, str) and (run_id is None or found == run_id):
                 by_run.setdefault(found, []).append(span)
+            elif span.trace_id == run_id:
+                in_trace.append(span)
         if run_id is None:
             run_id = only_run(summaries(s for spans in by_run.values() for s in spans), "stdin")
+        if run_id not in by_run and in_trace:
+            log = foreign_log(run_id, in_trace)
+            if log is not None:
+                return log
         if run_id not in by_run:
             raise not_found(run_id, "stdin", None)
         # Already consumed: no lines left to check for damage.

@@ -31,6 +31,7 @@ from ... import _semconv as sc
 from ..._config import settings
 from ..._error_records import decode_error, encode_error, rebuild_error
 from ..._run import Call
+from ..._tool_links import note_response
 from ...errors import ReplayDivergenceError
 from ._attributes import response_attributes, summarize_events
 
@@ -267,6 +268,7 @@ class CallRecorder:
         else:
             return attributes
         attributes.update(response_attributes(message, request_model=self.model))
+        note_response(self.call.run, message.get("content"))
         return attributes
 
 

@@ -27,6 +27,8 @@ from ... import _semconv as sc
 from ..._config import settings
 from ..._run import Call, ReplayingRun, Run, run_for_boundary
 from ...errors import DifferentCallError, InputChangedError
+from ...foreign import as_recorded
+from ...foreign import attempts as foreign_attempts
 from . import _direct
 from ._attributes import request_attributes
 from ._exchange import CallRecorder, CallReplayer
@@ -81,6 +83,7 @@ def call_input(request_options: Any, endpoint: str, body: dict[str, Any] | None 
 
 def _begin(run: Run, instance: Any, request_options: Any, endpoint: str) -> tuple[Call, str]:
     value, model = call_input(request_options, endpoint)
+    value = as_recorded(run.events if isinstance(run, ReplayingRun) else None, value)
     attributes: dict[str, Any] = {}
     try:
         if not isinstance(run, ReplayingRun):  # replay emits no span to put them on
@@ -105,6 +108,7 @@ def _begin_direct(
     if body is None:
         return None
     value, model = call_input(request_options, endpoint, body)
+    value = as_recorded(run.events if isinstance(run, ReplayingRun) else None, value)
     input_json = _direct.encoded(value)
     if input_json is None:
         return None
@@ -147,9 +151,12 @@ def _model_changed(run: Run, exc: DifferentCallError, attempted: dict[str, Any])
     )
 
 
-def _attempts(call: Call) -> list[dict[str, Any]]:
+def _attempts(call: Call, stream: bool) -> list[dict[str, Any]]:
     event = call.recorded
     assert event is not None
+    foreign = foreign_attempts(event, stream)
+    if foreign is not None:
+        return foreign
     output = orjson.loads(event.output_json) if event.output_json is not None else None
     if isinstance(output, dict) and isinstance(output.get("attempts"), list):
         attempts: list[dict[str, Any]] = output["attempts"]
@@ -173,8 +180,8 @@ def _attempts(call: Call) -> list[dict[str, Any]]:
 
 
 @contextmanager
-def _serving(call: Call) -> Iterator[None]:
-    token = _replaying.set(CallReplayer(call, _attempts(call)))
+def _serving(call: Call, stream: bool = False) -> Iterator[None]:
+    token = _replaying.set(CallReplayer(call, _attempts(call, stream)))
     try:
         with call.activate():
             yield
@@ -211,12 +218,12 @@ def request_sync(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ..
                 return served
             # A recording the SDK must replay itself (retries, an error, a stream).
             request_options = instance._copy_and_prepare(request_options)
-            with _serving(direct):
+            with _serving(direct, stream):
                 return instance._request(cast_to, request_options, stream=stream, stream_cls=stream_cls)
     request_options = instance._copy_and_prepare(request_options)
     call, model = _begin(run, instance, request_options, endpoint)
     if call.replaying:
-        with _serving(call):
+        with _serving(call, stream):
             return instance._request(cast_to, request_options, stream=stream, stream_cls=stream_cls)
     recorder = CallRecorder(call, model=model, stream=stream)
     token = _recording.set(recorder)
@@ -253,12 +260,12 @@ async def request_async(
                 return served
             # A recording the SDK must replay itself (retries, an error, a stream).
             request_options = await instance._copy_and_prepare(request_options)
-            with _serving(direct):
+            with _serving(direct, stream):
                 return await instance._request(cast_to, request_options, stream=stream, stream_cls=stream_cls)
     request_options = await instance._copy_and_prepare(request_options)
     call, model = _begin(run, instance, request_options, endpoint)
     if call.replaying:
-        with _serving(call):
+        with _serving(call, stream):
             return await instance._request(cast_to, request_options, stream=stream, stream_cls=stream_cls)
     recorder = CallRecorder(call, model=model, stream=stream)
     token = _recording.set(recorder)
@@ -334,7 +341,7 @@ def post_sync(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...],
         return wrapped(*args, **kwargs)
     if isinstance(served, _FinishInSdk):
         request_options = instance._copy_and_prepare(served.options)
-        with _serving(served.call):
+        with _serving(served.call, served.stream):
             return instance._request(
                 served.cast_to, request_options, stream=served.stream, stream_cls=served.stream_cls
             )
@@ -350,7 +357,7 @@ async def post_async(wrapped: Callable[..., Any], instance: Any, args: tuple[Any
         return await wrapped(*args, **kwargs)
     if isinstance(served, _FinishInSdk):
         request_options = await instance._copy_and_prepare(served.options)
-        with _serving(served.call):
+        with _serving(served.call, served.stream):
             return await instance._request(
                 served.cast_to, request_options, stream=served.stream, stream_cls=served.stream_cls
             )

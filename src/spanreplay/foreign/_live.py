@@ -1,0 +1,39 @@
+"""Tools a foreign trace does not hold: run for real on replay, or refused with ``live=False``.
+
+OpenInference and OpenLLMetry's Anthropic instrumentors record model calls
+only; a tool span appears where the application made one. A replay of such a
+trace serves every model call, and a ``@spanreplay.tool`` whose runs the trace
+does not hold would otherwise diverge at its first call. This is the one place
+replay runs real work, only for a trace another instrumentation recorded, and
+only for tools of a name the trace holds no recorded result of.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Final
+
+from .. import _semconv as sc
+from .._events import EventLog
+from ..errors import UnexpectedCallError
+
+# Returned when the trace holds the tool: replay serves it as usual.
+RECORDED: Final = object()
+
+
+def unrecorded_tool(log: EventLog, key: str, fn: Callable[[], Any], *, live: bool) -> Any:
+    """``fn()`` when the foreign trace holds no result for tool ``key``; RECORDED when it does."""
+    if not log.run.instrumentation or any(e.kind == sc.KIND_TOOL and e.key == key for e in log):
+        return RECORDED
+    if not live:
+        raise UnexpectedCallError(
+            f"Replay of trace {log.run_id} reached tool {key!r}, which the trace does not hold (it was "
+            f"recorded by {log.run.instrumentation}, which records no tool results), and live=False "
+            "forbids running it. Pass live=True (the default) to run tools the trace lacks for real.",
+            run_id=log.run_id,
+            seq=None,
+            call_id=None,
+            recorded=None,
+            attempted=f"tool {key!r}",
+        )
+    return fn()
