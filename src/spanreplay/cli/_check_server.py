@@ -5,8 +5,10 @@ masker of the default masking configuration (whose hyperscan databases take
 most of a small run's replay to compile), then forks one process per run it is
 asked for. A forked run inherits what was built here instead of building it
 again, and nothing else: the server never imports the entry point nor opens a
-run. The masker is cached by configuration and key (``masking.masker_for``), so
-a run whose environment asks for other masking builds its own.
+run. The Anthropic SDK, when installed, is imported here too: it takes seconds
+to import and holds none of the agent's state. The masker is cached by
+configuration and key (``masking.masker_for``), so a run whose environment asks
+for other masking builds its own.
 
 The protocol is JSON lines. On stdin, one request per run: ``{"id", "verdict",
 "spec", "cwd", "env", "stdout", "stderr"}`` (the arguments of
@@ -38,6 +40,14 @@ def _prepare() -> None:
 
         masker()
     except Exception:  # a run builds what it needs itself, and says what went wrong then
+        pass
+    try:
+        # The SDK spanreplay instruments: importing it takes seconds, and it holds no state of
+        # the agent's, so every run forks with it imported instead of importing it again.
+        import anthropic  # noqa: F401
+
+        from ..instrumentation import anthropic as _instrumentation  # noqa: F401
+    except Exception:
         pass
 
 
