@@ -248,17 +248,25 @@ def _summary(
 
 
 def settle_run(
-    config: Settings, run_id: str, agent: str, status: str, error: str | None, steps: int, span: Any
+    config: Settings,
+    run_id: str,
+    agent: str,
+    status: str,
+    error: str | None,
+    steps: int,
+    span: Any,
+    *,
+    forked: bool = False,
 ) -> bool:
     """Apply the keep policy to a run that has just ended (its run span is written).
 
-    Returns whether the run is kept. A run not kept loses its trace file and salt
-    now, and its Postgres rows as soon as the writer has written them (the delete
-    is queued behind them).
+    Returns whether the run is kept; a fork always is (someone asked for it). A
+    run not kept loses its trace file and salt now, and its Postgres rows as soon
+    as the writer has written them (the delete is queued behind them).
     """
     tally = config.tally.take(run_id) if config.tally is not None else _Calls()
     policy = config.keep
-    if policy is None or status != sc.RUN_STATUS_OK:
+    if policy is None or status != sc.RUN_STATUS_OK or forked:
         return True
     if policy.kept_by_share(run_id):
         return True

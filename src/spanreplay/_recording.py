@@ -171,7 +171,9 @@ class RecordingRun(Run):
             try:  # after span.end(): the run span is in its file and its row is queued
                 status = sc.RUN_STATUS_OK if exc is None else sc.RUN_STATUS_ERROR
                 error = None if exc is None else self._names(type(exc).__qualname__)
-                settle_run(settings(), self.run_id, self.agent, status, error, steps, span)
+                settle_run(
+                    settings(), self.run_id, self.agent, status, error, steps, span, forked=bool(self.forked_from)
+                )
             except Exception:
                 self.internal_failure("apply the keep policy")
         if span is not None and isinstance(exc, Exception):  # not for Ctrl-C or sys.exit()

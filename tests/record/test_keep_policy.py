@@ -187,6 +187,19 @@ def test_other_runs_files_in_the_directory_are_untouched(configured: Callable[..
     assert (directory / SALT_DIR).is_dir()  # the directory stays; only the run's salt went
 
 
+def test_a_fork_is_kept_whatever_its_share(configured: Callable[..., Path]) -> None:
+    directory = configured()
+    _record(KEPT, steps=3)
+    configured(keep_ok=0.0)
+    with spanreplay.fork(directory, KEPT, at=2) as run:
+        for n in range(3):
+            lookup(f"user{n}@example.com")
+    assert run.run_id != KEPT
+    forked = {r.run_id: r for r in spanreplay.runs(directory)}
+    assert forked[run.run_id].status == "ok"
+    assert spanreplay.load(directory, run.run_id).run.forked_from == KEPT
+
+
 # --- keep= callables ---------------------------------------------------------------------------
 
 
