@@ -226,10 +226,13 @@ def _configure(
             attached = _attached[provider] = _Attached(owned=created)
             # First, so that the processors after it see the run id it stamps.
             provider.add_span_processor(RunIdSpanProcessor())
+        tallied = keep is not None and keep.keep is not None
+        if tallied and attached.tally is None:
+            # Only for a keep= callable: a span processor on every span's path costs time.
             attached.tally = RunTally()
             provider.add_span_processor(attached.tally)
         if attached.tally is not None:
-            attached.tally.active = keep is not None and keep.keep is not None
+            attached.tally.active = tallied
 
         file_processor = attached.file_processor
         if trace_dir is not None:
@@ -339,6 +342,8 @@ def reset() -> None:
         for attached in list(_attached.values()):
             if attached.file_processor is not None:
                 attached.file_processor.enabled = False
+            if attached.tally is not None:
+                attached.tally.active = False
             for processor in (attached.otlp_processor, attached.postgres_processor):
                 if processor is not None:
                     try:
