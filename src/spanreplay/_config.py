@@ -7,7 +7,7 @@ import os
 import threading
 import warnings
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +20,8 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerPro
 from . import _semconv as sc
 from ._context import current_run_id
 from ._environment import environment
+from ._events import RunSummary
+from ._keep import KeepPolicy, RunTally, policy_of
 from ._payloads import json_default
 from .errors import ConfigurationError
 from .exporters._file import DurableFileSpanProcessor
@@ -68,6 +70,9 @@ class Settings:
     raise_internal_errors: bool
     postgres_processor: PostgresSpanProcessor | None = None
     masker: Masker | None = None
+    # Which successful runs stay recorded once they end (None: all); see _keep.
+    keep: KeepPolicy | None = None
+    tally: RunTally | None = None
 
     @property
     def strict(self) -> bool:
@@ -88,6 +93,7 @@ class _Attached:
     file_processor: DurableFileSpanProcessor | None = None
     otlp_processor: OtlpSpanProcessor | None = None
     postgres_processor: PostgresSpanProcessor | None = None
+    tally: RunTally | None = None
 
 
 _settings: Settings | None = None
@@ -107,6 +113,8 @@ def configure(
     postgres: str | PostgresSpanProcessor | None = None,
     masking: MaskingConfig | bool | None = None,
     strict: bool | None = None,
+    keep_ok: float | None = None,
+    keep: Callable[[RunSummary], bool] | None = None,
 ) -> Settings:
     """Set up recording: a tracer provider with the durable file and, if asked, OTLP.
 
@@ -152,13 +160,23 @@ def configure(
         masking: how payloads are masked before they become span attributes: a
             ``spanreplay.masking.MaskingConfig``; None or True for the defaults (on);
             False to record payloads unmasked. See docs/masking.md.
+        keep_ok: the share of successful runs kept once they end (0.1: one in ten,
+            picked by a hash of the run id, so every process agrees); the trace file,
+            salt and Postgres rows of the others are removed when they end. Failed and
+            crashed runs are always kept. ``SPANREPLAY_KEEP_OK`` is the default; unset,
+            every run is kept.
+        keep: a callable given the ``RunSummary`` of a successful run (steps, model
+            calls, tokens, usd) that keeps the run when it returns True, whatever its
+            share (``lambda run: run.usd > 1``). Without ``keep_ok`` only the runs it
+            asks for are kept. One that raises keeps the run.
 
     Returns:
         The Settings in force. Calling ``configure()`` again replaces them.
 
     Raises:
         ConfigurationError: ``tracer_provider`` is not an SDK provider; or, when
-            strict, the OTLP variables ask for a protocol that cannot be set up.
+            strict, the OTLP variables ask for a protocol that cannot be set up; or
+            ``keep_ok`` (``SPANREPLAY_KEEP_OK``) is not a share from 0 to 1.
     """
     if trace_dir is _DEFAULT_TRACE_DIR:
         trace_dir = _default_trace_dir()
@@ -181,6 +199,7 @@ def configure(
         postgres=postgres,
         masking=masking,
         make_global=True,
+        keep=policy_of(keep_ok, keep),
     )
 
 
@@ -196,6 +215,7 @@ def _configure(
     postgres: str | PostgresSpanProcessor | None,
     masking: MaskingConfig | bool | None,
     make_global: bool,
+    keep: KeepPolicy | None = None,
 ) -> Settings:
     global _settings
     strict = strict if strict is not None else environment().strict
@@ -206,6 +226,13 @@ def _configure(
             attached = _attached[provider] = _Attached(owned=created)
             # First, so that the processors after it see the run id it stamps.
             provider.add_span_processor(RunIdSpanProcessor())
+        tallied = keep is not None and keep.keep is not None
+        if tallied and attached.tally is None:
+            # Only for a keep= callable: a span processor on every span's path costs time.
+            attached.tally = RunTally()
+            provider.add_span_processor(attached.tally)
+        if attached.tally is not None:
+            attached.tally.active = tallied
 
         file_processor = attached.file_processor
         if trace_dir is not None:
@@ -236,6 +263,8 @@ def _configure(
             raise_internal_errors=strict,
             postgres_processor=attached.postgres_processor,
             masker=_masker(masking),
+            keep=keep,
+            tally=attached.tally,
         )
         return _settings
 
@@ -269,12 +298,28 @@ def settings() -> Settings:
         postgres=None,
         masking=None,
         make_global=False,
+        keep=_environment_policy(),
     )
+
+
+def _environment_policy() -> KeepPolicy | None:
+    """``SPANREPLAY_KEEP_OK`` for a run that configures on first use: a bad value keeps every
+    run (recording fails open) and says why; ``configure()`` raises it instead."""
+    try:
+        return policy_of(None, None)
+    except ConfigurationError as exc:
+        logger.error("spanreplay: %s Every run is kept until it is fixed.", exc)
+        return None
 
 
 def _default_trace_dir() -> str:
     """Where trace files go when no trace_dir is named: ``SPANREPLAY_TRACE_DIR``, else ``traces``."""
     return environment().trace_dir or "traces"
+
+
+def current_settings() -> Settings | None:
+    """The Settings in force, or None before ``configure()`` (without configuring)."""
+    return _settings
 
 
 def is_configured() -> bool:
@@ -297,6 +342,8 @@ def reset() -> None:
         for attached in list(_attached.values()):
             if attached.file_processor is not None:
                 attached.file_processor.enabled = False
+            if attached.tally is not None:
+                attached.tally.active = False
             for processor in (attached.otlp_processor, attached.postgres_processor):
                 if processor is not None:
                     try:

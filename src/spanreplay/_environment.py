@@ -37,6 +37,9 @@ VARIABLES: Final[Mapping[str, str]] = {
     "SPANREPLAY_POSTGRES_DSN": "Also write every step to Postgres (`postgresql://...`).",
     "SPANREPLAY_POSTGRES_MODE": "`batch`: commit Postgres rows in batches rather than per step.",
     "SPANREPLAY_POSTGRES_WAIT": "Most seconds a boundary waits for its Postgres row (default `0.2`; `0`: never).",
+    "SPANREPLAY_KEEP_OK": "The share of successful runs kept once they end, 0 to 1, picked by a hash of the run "
+    "id (`configure(keep_ok=)`); the others' trace files and Postgres rows are removed. Failed and crashed runs are "
+    "always kept (default: every run).",
     "SPANREPLAY_PRICES": "A price file (JSON or YAML) on top of the built-in model prices.",
     "SPANREPLAY_ANTHROPIC_SDK_SPANS": "`1` or `true`: keep the Anthropic SDK's own spans beside spanreplay's.",
     "SPANREPLAY_JAEGER_TOKEN": "A bearer token for `jaeger+http(s)://` sources.",
@@ -73,6 +76,7 @@ class Environment:
     postgres_dsn: str | None
     postgres_batch: bool
     postgres_wait: float | None
+    keep_ok: str | None
     prices: str
     anthropic_sdk_spans: bool
     jaeger_token: str
@@ -117,6 +121,7 @@ def environment(environ: Mapping[str, str] | None = None) -> Environment:
         postgres_dsn=text("SPANREPLAY_POSTGRES_DSN"),
         postgres_batch=env.get("SPANREPLAY_POSTGRES_MODE", "").lower() in ("batch", "batched"),
         postgres_wait=_seconds(env.get("SPANREPLAY_POSTGRES_WAIT", "")),
+        keep_ok=env.get("SPANREPLAY_KEEP_OK", "").strip() or None,
         prices=env.get("SPANREPLAY_PRICES", "").strip(),
         anthropic_sdk_spans=flag("SPANREPLAY_ANTHROPIC_SDK_SPANS"),
         jaeger_token=env.get("SPANREPLAY_JAEGER_TOKEN", "").strip(),

@@ -23,6 +23,7 @@ from ._calls import Call
 from ._config import masker, settings
 from ._error_records import error_record
 from ._input_refs import InputHistory
+from ._keep import settle_run
 from ._masked_checks import InputChecks
 from ._payloads import add_payload, encode_input, encode_output
 from ._runs import (
@@ -143,6 +144,7 @@ class RecordingRun(Run):
     ) -> None:
         self._end_pending_calls()
         span = self._span
+        steps = 0
         try:
             if span is not None:
                 steps = next(self._seq) - 1
@@ -165,6 +167,15 @@ class RecordingRun(Run):
             self.internal_failure("end the run span")
         finally:
             self._deactivate()
+        if span is not None:
+            try:  # after span.end(): the run span is in its file and its row is queued
+                status = sc.RUN_STATUS_OK if exc is None else sc.RUN_STATUS_ERROR
+                error = None if exc is None else self._names(type(exc).__qualname__)
+                settle_run(
+                    settings(), self.run_id, self.agent, status, error, steps, span, forked=bool(self.forked_from)
+                )
+            except Exception:
+                self.internal_failure("apply the keep policy")
         if span is not None and isinstance(exc, Exception):  # not for Ctrl-C or sys.exit()
             try:
                 run_failed(self.run_id, self.agent, exc, tb, error_type=self._names(type(exc).__qualname__))

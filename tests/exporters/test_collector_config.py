@@ -12,6 +12,7 @@ event log as the agent's own trace file.
 from __future__ import annotations
 
 import fnmatch
+import random
 import re
 import struct
 from collections.abc import Iterator
@@ -25,6 +26,8 @@ import zstandard
 
 import spanreplay
 from helpers.paths import REPO
+from spanreplay import _semconv as sc
+from spanreplay._keep import KeepPolicy
 
 ROOT = REPO / "collector-config"
 YAML_FILES = sorted(p for p in ROOT.rglob("*") if p.suffix in (".yaml", ".yml"))
@@ -32,8 +35,8 @@ YAML_FILES = sorted(p for p in ROOT.rglob("*") if p.suffix in (".yaml", ".yml"))
 # The component types these files use, each in the distribution that provides it.
 COLLECTOR_TYPES = {
     "receivers": {"otlp", "otlpjsonfile"},
-    "processors": {"memory_limiter", "batch", "filter"},
-    "exporters": {"otlp_grpc", "file"},
+    "processors": {"memory_limiter", "batch", "filter", "tail_sampling"},
+    "exporters": {"otlp_grpc", "file", "loadbalancing"},
     "extensions": {"health_check", "file_storage"},
 }
 JAEGER_TYPES = {
@@ -46,6 +49,27 @@ GRPC_DEFAULT_MIB = 4
 HTTP_DEFAULT_BYTES = 20 * 1024 * 1024
 TEMPO_DEFAULT_ATTRIBUTE_BYTES = 2048
 TEMPO_DEFAULT_TRACE_BYTES = 5_000_000
+# Every Collector config: the single one, and the two tiers of the fleet.
+COLLECTORS = ["otelcol.yaml", "fleet/gateway.yaml", "fleet/sampler.yaml"]
+# The tail_sampling policy types and the settings each takes (contrib's config.go).
+POLICY_SETTINGS = {
+    "always_sample": set(),
+    "string_attribute": {"key", "values", "enabled_regex_matching", "cache_max_size", "invert_match"},
+    "probabilistic": {"sampling_percentage", "hash_salt"},
+    "status_code": {"status_codes"},
+    "numeric_attribute": {"key", "min_value", "max_value", "invert_match"},
+    "boolean_attribute": {"key", "value", "invert_match"},
+    "latency": {"threshold_ms", "upper_threshold_ms"},
+    "rate_limiting": {"spans_per_second"},
+}
+TAIL_SAMPLING_SETTINGS = {
+    "decision_wait",
+    "num_traces",
+    "expected_new_traces_per_sec",
+    "decision_cache",
+    "policies",
+    "sample_on_first_match",
+}
 
 
 def load(name: str) -> dict[str, Any]:
@@ -139,6 +163,9 @@ def lookup(order: str, notes: int = 5000) -> dict[str, Any]:
 def test_every_yaml_file_parses() -> None:
     assert {p.relative_to(ROOT).as_posix() for p in YAML_FILES} == {
         "docker-compose.yaml",
+        "fleet/docker-compose.yaml",
+        "fleet/gateway.yaml",
+        "fleet/sampler.yaml",
         "grafana/datasources.yaml",
         "jaeger.yaml",
         "otelcol.yaml",
@@ -148,7 +175,9 @@ def test_every_yaml_file_parses() -> None:
         assert isinstance(yaml.safe_load(path.read_text()), dict), path
 
 
-@pytest.mark.parametrize(("name", "known"), [("otelcol.yaml", COLLECTOR_TYPES), ("jaeger.yaml", JAEGER_TYPES)])
+@pytest.mark.parametrize(
+    ("name", "known"), [*((name, COLLECTOR_TYPES) for name in COLLECTORS), ("jaeger.yaml", JAEGER_TYPES)]
+)
 def test_each_pipeline_uses_only_defined_components_and_each_component_is_used(
     name: str, known: dict[str, set[str]]
 ) -> None:
@@ -166,8 +195,9 @@ def test_the_checker_finds_an_undefined_and_an_unused_component(collector: dict[
     ]
 
 
-def test_memory_limiter_comes_first_and_batch_last_in_every_pipeline(collector: dict[str, Any]) -> None:
-    for name, pipeline in collector["service"]["pipelines"].items():
+@pytest.mark.parametrize("config", COLLECTORS)
+def test_memory_limiter_comes_first_and_batch_last_in_every_pipeline(config: str) -> None:
+    for name, pipeline in load(config)["service"]["pipelines"].items():
         processors = pipeline["processors"]
         assert processors[0] == "memory_limiter", name
         assert processors[-1] == "batch", name
@@ -183,6 +213,8 @@ def test_the_backfill_receiver_keeps_its_place_in_an_extension_the_service_start
     ("name", "path"),
     [
         ("otelcol.yaml", ("receivers", "otlp", "protocols")),
+        ("fleet/gateway.yaml", ("receivers", "otlp", "protocols")),
+        ("fleet/sampler.yaml", ("receivers", "otlp", "protocols")),
         ("jaeger.yaml", ("receivers", "otlp", "protocols")),
         ("tempo.yaml", ("distributor", "receivers", "otlp", "protocols")),
     ],
@@ -355,3 +387,204 @@ def test_the_collector_export_files_load_to_the_same_event_log_as_the_trace_file
         data = b"".join(struct.pack(">I", len(f)) + f for f in frames)
     (exports / "traces.jsonl.zst").write_bytes(data)
     assert spanreplay.load(exports, run.run_id) == local
+
+
+# --- tail sampling: one Collector, then a fleet -----------------------------------------------------
+
+
+def check_tail_sampling(config: dict[str, Any]) -> Iterator[str]:
+    """Every problem ``otelcol validate`` would find in a config's tail_sampling processors, as a sentence."""
+    for name, processor in (config.get("processors") or {}).items():
+        if name.split("/")[0] != "tail_sampling":
+            continue
+        for key in set(processor) - TAIL_SAMPLING_SETTINGS:
+            yield f"{name} has no setting {key}"
+        if not re.fullmatch(r"\d+(ms|s|m)", str(processor.get("decision_wait", "30s"))):
+            yield f"{name}.decision_wait is not a duration"
+        policies = processor.get("policies") or []
+        if not policies:
+            yield f"{name} has no policies"
+        names = [policy.get("name") for policy in policies]
+        if len(set(names)) != len(names):
+            yield f"{name} names two policies alike"
+        for policy in policies:
+            kind = policy.get("type")
+            if kind not in POLICY_SETTINGS:
+                yield f"{name} policy {policy.get('name')} has an unknown type {kind}"
+                continue
+            for key in set(policy) - {"name", "type", kind}:
+                yield f"{name} policy {policy['name']} has no setting {key}"
+            for key in set(policy.get(kind) or {}) - POLICY_SETTINGS[kind]:
+                yield f"{name} policy {policy['name']}: {kind} has no setting {key}"
+            if kind == "probabilistic" and not 0 < policy[kind]["sampling_percentage"] <= 100:
+                yield f"{name} policy {policy['name']}: sampling_percentage is not a percentage"
+
+
+def _policies(config: str) -> dict[str, dict[str, Any]]:
+    return {policy["name"]: policy for policy in load(config)["processors"]["tail_sampling"]["policies"]}
+
+
+@pytest.mark.parametrize("config", ["otelcol.yaml", "fleet/sampler.yaml"])
+def test_tail_sampling_passes_the_config_checks(config: str) -> None:
+    assert list(check_tail_sampling(load(config))) == []
+
+
+def test_the_tail_sampling_checker_finds_what_the_collector_would_refuse(collector: dict[str, Any]) -> None:
+    broken = orjson.loads(orjson.dumps(collector))
+    sampling = broken["processors"]["tail_sampling"]
+    sampling["wait"] = "30s"
+    sampling["policies"][0]["string_attribute"]["value"] = "error"
+    sampling["policies"][1]["probabilistic"]["sampling_percentage"] = 150
+    sampling["policies"].append({"name": "failed-runs", "type": "trace_state"})
+    assert sorted(check_tail_sampling(broken)) == [
+        "tail_sampling has no setting wait",
+        "tail_sampling names two policies alike",
+        "tail_sampling policy failed-runs has an unknown type trace_state",
+        "tail_sampling policy failed-runs: string_attribute has no setting value",
+        "tail_sampling policy share-of-the-rest: sampling_percentage is not a percentage",
+    ]
+
+
+def test_the_single_collector_and_the_samplers_keep_the_same_runs() -> None:
+    assert _policies("otelcol.yaml") == _policies("fleet/sampler.yaml")
+
+
+@pytest.mark.parametrize("config", ["otelcol.yaml", "fleet/sampler.yaml"])
+def test_tail_sampling_runs_on_the_otlp_pipeline_only_after_the_memory_limiter(config: str) -> None:
+    pipelines = load(config)["service"]["pipelines"]
+    assert pipelines["traces"]["processors"][:2] == ["memory_limiter", "tail_sampling"]
+    # The backfill pipeline sends trace files the agents' keep policy already chose.
+    assert all("tail_sampling" not in p["processors"] for name, p in pipelines.items() if name != "traces")
+
+
+def _fnv1a_64(data: bytes) -> int:
+    value = 0xCBF29CE484222325
+    for byte in data:
+        value = ((value ^ byte) * 0x100000001B3) % 2**64
+    return value
+
+
+def _sampled(policies: dict[str, dict[str, Any]], trace_id: str, spans: list[dict[str, Any]]) -> set[str]:
+    """The policies that sample a trace, evaluated as the tail sampling processor does."""
+    sampled = set()
+    for name, policy in policies.items():
+        if policy["type"] == "string_attribute":
+            rule = policy["string_attribute"]
+            if any(span.get(rule["key"]) in rule["values"] for span in spans):
+                sampled.add(name)
+        elif policy["type"] == "probabilistic":
+            rule = policy["probabilistic"]
+            salt = rule.get("hash_salt") or "default-hash-seed"
+            threshold = int((2**64 - 1) * rule["sampling_percentage"] / 100)
+            if _fnv1a_64(salt.encode() + bytes.fromhex(trace_id)) <= threshold:
+                sampled.add(name)
+    return sampled
+
+
+def _exported_spans(trace_file: Path) -> tuple[str, list[dict[str, Any]]]:
+    """A run's spans as OTLP sends them (no running copy of the run span), and its trace id."""
+    spans = []
+    trace_ids = set()
+    for line in trace_file.read_bytes().splitlines():
+        [span] = orjson.loads(line)["resourceSpans"][0]["scopeSpans"][0]["spans"]
+        trace_ids.add(span["traceId"])
+        attributes = _attributes(line)
+        if attributes.get(sc.RUN_STATUS) != sc.RUN_STATUS_RUNNING:
+            spans.append(attributes)
+    [trace_id] = trace_ids
+    return trace_id, spans
+
+
+def _failing_run() -> None:
+    with spanreplay.record(agent="sampled", run_id="run_failed"):
+        lookup("1042", notes=10)
+        raise ValueError("refund refused")
+
+
+def test_a_failed_run_is_kept_by_its_status_and_a_successful_one_only_by_the_share(trace_dir: Path) -> None:
+    policies = _policies("fleet/sampler.yaml")
+    assert policies["failed-runs"]["string_attribute"] == {"key": sc.RUN_STATUS, "values": [sc.RUN_STATUS_ERROR]}
+    with pytest.raises(ValueError, match="refund refused"):
+        _failing_run()
+    with spanreplay.record(agent="sampled", run_id="run_ok"):
+        lookup("1043", notes=10)
+    failed_trace, failed = _exported_spans(trace_dir / "run_failed.jsonl")
+    ok_trace, ok = _exported_spans(trace_dir / "run_ok.jsonl")
+    assert "failed-runs" in _sampled(policies, failed_trace, failed)
+    assert "failed-runs" not in _sampled(policies, ok_trace, ok)
+    # The same successful run under trace ids that fall on either side of the share.
+    rng = random.Random(7)
+    shares = [bool(_sampled(policies, f"{rng.getrandbits(128):032x}", ok)) for _ in range(2000)]
+    assert 0.08 < sum(shares) / len(shares) < 0.12
+
+
+def test_the_collectors_share_and_the_keep_policys_pick_different_runs() -> None:
+    # docs/collector.md: the Collector hashes the trace id, the keep policy the run id,
+    # so with both at 10% about 1% of successful runs are in both places, not 10%.
+    policies = {"share": _policies("otelcol.yaml")["share-of-the-rest"]}
+    keep = KeepPolicy(policies["share"]["probabilistic"]["sampling_percentage"] / 100)
+    rng = random.Random(11)
+    both = in_files = in_collector = 0
+    for n in range(4000):
+        files = keep.kept_by_share(f"run_20260101_000000_{n:08x}")
+        collector = bool(_sampled(policies, f"{rng.getrandbits(128):032x}", []))
+        in_files += files
+        in_collector += collector
+        both += files and collector
+    assert 0.08 < in_files / 4000 < 0.12
+    assert 0.08 < in_collector / 4000 < 0.12
+    assert both / 4000 < 0.025
+
+
+def test_the_gateway_routes_each_trace_to_one_sampler_by_dns(collector: dict[str, Any]) -> None:
+    gateway = load("fleet/gateway.yaml")
+    fleet = load("fleet/docker-compose.yaml")
+    exporter = gateway["exporters"]["loadbalancing"]
+    assert exporter["routing_key"] == "traceID"  # every span of a trace reaches the same sampler
+    dns = exporter["resolver"]["dns"]
+    assert dns["hostname"] in fleet["services"]
+    assert fleet["services"][dns["hostname"]]["deploy"]["replicas"] > 1
+    sampler = load("fleet/sampler.yaml")
+    assert dns["port"] == port(sampler["receivers"]["otlp"]["protocols"]["grpc"]["endpoint"])
+    assert exporter["protocol"]["otlp"]["tls"]["insecure"] is True
+    # The gateway takes what the agents send, as the single Collector does.
+    assert gateway["receivers"] == {"otlp": collector["receivers"]["otlp"]}
+
+
+@pytest.mark.parametrize(
+    ("exporter", "service", "config", "path"),
+    [
+        ("otlp_grpc/jaeger", "jaeger", "jaeger.yaml", ("receivers", "otlp", "protocols", "grpc")),
+        ("otlp_grpc/tempo", "tempo", "tempo.yaml", ("distributor", "receivers", "otlp", "protocols", "grpc")),
+    ],
+)
+def test_the_samplers_export_to_the_backends_of_the_fleet(
+    exporter: str, service: str, config: str, path: tuple[str, ...]
+) -> None:
+    sampler = load("fleet/sampler.yaml")
+    fleet = load("fleet/docker-compose.yaml")
+    endpoint = sampler["exporters"][exporter]["endpoint"]
+    assert host(endpoint) == service
+    assert mounts(fleet, service)[f"/etc/{'jaeger/config' if service == 'jaeger' else 'tempo'}.yaml"] == f"../{config}"
+    receiver: Any = load(config)
+    for key in path:
+        receiver = receiver[key]
+    assert port(endpoint) == port(receiver["endpoint"])
+
+
+def test_every_file_the_fleet_compose_mounts_exists() -> None:
+    fleet = load("fleet/docker-compose.yaml")
+    for service in fleet["services"]:
+        for source in mounts(fleet, service).values():
+            if source.startswith("."):
+                assert (ROOT / "fleet" / source).exists(), f"fleet {service} mounts {source}, which is missing"
+
+
+def test_the_samplers_hold_traces_longer_than_the_single_collector_needs(collector: dict[str, Any]) -> None:
+    single = collector["processors"]["tail_sampling"]
+    sampler = load("fleet/sampler.yaml")["processors"]["tail_sampling"]
+    for config in (single, sampler):
+        # Spans that arrive after the decision follow it: the caches hold more traces than wait at once.
+        assert config["decision_cache"]["sampled_cache_size"] >= config["num_traces"]
+        assert config["decision_cache"]["non_sampled_cache_size"] >= config["num_traces"]
+    assert sampler["decision_wait"] == single["decision_wait"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from .._keep import policy_in_force
 from .._loader import runs
 from ._common import console, print_json, print_runs
 
@@ -17,7 +18,12 @@ def runs_command(source: str, as_json: bool) -> None:
     SOURCE is a trace file, a directory (searched recursively), a quoted glob,
     or - for stdin: the durable files under ./traces, the OpenTelemetry
     Collector's file exporter output, or a trace downloaded from Jaeger.
+
+    The last line names the keep policy in force where the command runs: the one
+    SPANREPLAY_KEEP_OK sets (a keep= callable lives in the agent's own code and
+    is not seen here). Give the command the agents' environment to see theirs.
     """
+    policy = policy_in_force().describe()
     found = runs(source)
     if as_json:
         print_json([run.to_dict() for run in found])
@@ -35,3 +41,4 @@ def runs_command(source: str, as_json: bool) -> None:
             f"spanreplay cost {source} --by run says which.",
             markup=False,
         )
+    out.print(policy, markup=False)

@@ -52,6 +52,9 @@ class DurableFileSpanProcessor(SpanProcessor):
         self._encoder = LineEncoder()
         self._fds: dict[str, int] = {}
         self._failed: set[str] = set()
+        # Runs whose file already held spans when opened (a run id recorded again):
+        # discard() leaves such a file alone, as it holds the earlier run too.
+        self._appended: set[str] = set()
         self._lock = threading.Lock()
 
     def retarget(self, trace_dir: str | os.PathLike[str], *, fsync: bool, strict: bool) -> None:
@@ -132,6 +135,8 @@ class DurableFileSpanProcessor(SpanProcessor):
                 self.trace_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
                 fd = os.open(self.path_for(run_id), _FLAGS, 0o600)
                 self._fds[run_id] = fd
+                if os.fstat(fd).st_size:
+                    self._appended.add(run_id)
             return fd
 
     def _close(self, run_id: str) -> None:
@@ -140,6 +145,28 @@ class DurableFileSpanProcessor(SpanProcessor):
             self._failed.discard(run_id)
         if fd is not None:
             os.close(fd)
+
+    def discard(self, run_id: str) -> bool:
+        """Close the run's file and remove it (the keep policy dropped the run).
+
+        Returns whether it was removed: a file that held spans before this run
+        opened it (the same run id recorded again) is kept, and so is any file
+        while the processor is off.
+        """
+        with self._lock:
+            fd = self._fds.pop(run_id, None)
+            self._failed.discard(run_id)
+            shared = run_id in self._appended
+            self._appended.discard(run_id)
+        if fd is not None:
+            os.close(fd)
+        if shared or not self.enabled or not _SAFE_RUN_ID.fullmatch(run_id):
+            return False
+        try:
+            self.path_for(run_id).unlink()
+        except FileNotFoundError:
+            return False
+        return True
 
     def shutdown(self) -> None:
         with self._lock:

@@ -44,7 +44,7 @@ from .._spans import SpanRecord, from_sdk_span
 from ..exporters._foreign import guarded
 from . import rows
 from .connect import check_dsn, connect_kwargs, describe, failure, first_line, session_settings
-from .writes import POOL_NAME, REFUSALS, RUN, STEP, PostgresExportStats, QuietPoolFilter, Write
+from .writes import DELETE, POOL_NAME, REFUSALS, RUN, STATEMENTS, STEP, PostgresExportStats, QuietPoolFilter, Write
 
 logger = logging.getLogger("spanreplay")
 
@@ -241,6 +241,11 @@ class PostgresSpanProcessor(SpanProcessor):
                 self.postgres_wait,
             )
 
+    def remove_run(self, run_id: str) -> None:
+        """Delete the run and its steps (the keep policy dropped it), queued behind its rows."""
+        if self.enabled:
+            self._enqueue([Write(DELETE, params={"run_id": run_id})], front=False)
+
     # -- writing (the writer thread) --------------------------------------------
 
     def _execute(self, writes: list[Write]) -> Exception | None:
@@ -248,15 +253,13 @@ class PostgresSpanProcessor(SpanProcessor):
         try:
             with self._pool.connection(timeout=self.timeout) as conn:
                 if len(writes) == 1:
-                    conn.execute(rows.UPSERT_RUN if writes[0].kind == RUN else rows.INSERT_STEP, writes[0].params)
+                    conn.execute(STATEMENTS[writes[0].kind], writes[0].params)
                 else:
                     with conn.transaction(), conn.cursor() as cur:
-                        runs = [w.params for w in writes if w.kind == RUN and w.params is not None]
-                        steps = [w.params for w in writes if w.kind == STEP and w.params is not None]
-                        if runs:
-                            cur.executemany(rows.UPSERT_RUN, runs)
-                        if steps:
-                            cur.executemany(rows.INSERT_STEP, steps)
+                        for kind in (RUN, STEP, DELETE):  # a run's delete after its rows in the batch
+                            params = [w.params for w in writes if w.kind == kind and w.params is not None]
+                            if params:
+                                cur.executemany(STATEMENTS[kind], params)
         except Exception as exc:  # any failure: the database is down, slow or refuses
             return exc
         return None
@@ -292,11 +295,13 @@ class PostgresSpanProcessor(SpanProcessor):
 
     def _committed(self, writes: list[Write], elapsed: float) -> None:
         steps_done = sum(1 for w in writes if w.kind == STEP)
+        removed = sum(1 for w in writes if w.kind == DELETE)
         with self._cond:
             for write in writes:
                 write.settled = True
             self.stats.steps_written += steps_done
-            self.stats.runs_written += len(writes) - steps_done
+            self.stats.runs_removed += removed
+            self.stats.runs_written += len(writes) - steps_done - removed
             if self._behind and not self._pending and elapsed < self.postgres_wait:
                 self._behind = False  # quick again: boundaries wait for their rows once more
             self._cond.notify_all()
@@ -355,8 +360,8 @@ class PostgresSpanProcessor(SpanProcessor):
             if self._closing and self._thread is None:
                 self.stats.dropped += len(writes)
                 return
-            kept = [w for w in writes if w.kind == RUN or len(self._pending) < self.max_pending]
-            # Run rows are few and say how the run ended: they are never dropped.
+            kept = [w for w in writes if w.kind != STEP or len(self._pending) < self.max_pending]
+            # Run rows are few and say how the run ended; deletes are the keep policy's: never dropped.
             dropped = len(writes) - len(kept)
             if dropped:
                 self.stats.dropped += dropped

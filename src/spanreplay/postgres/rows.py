@@ -66,6 +66,9 @@ WHERE agent_steps.end_ns = 0 AND EXCLUDED.end_ns <> 0
 # A copy never replaces one that knows more: the ended run span wins over the
 # started one, either wins over the placeholder a step inserted, and an ended
 # row is final. So copies may arrive in any order, any number of times.
+# The run's steps go with it (ON DELETE CASCADE).
+DELETE_RUN: Final = "DELETE FROM agent_runs WHERE run_id = %(run_id)s"
+
 UPSERT_RUN: Final = """
 INSERT INTO agent_runs AS r (
     run_id, agent, status, error, error_text, trace_id, span_id, service_name, forked_from, masking,

@@ -10,9 +10,14 @@ from typing import Any, Final
 import psycopg
 from opentelemetry.sdk.trace import ReadableSpan
 
+from .rows import DELETE_RUN, INSERT_STEP, UPSERT_RUN
+
 POOL_NAME: Final = "spanreplay-exporter"
 STEP: Final = "step"
 RUN: Final = "run"
+# The keep policy dropped a run: its rows go, after every row of it queued before.
+DELETE: Final = "delete"
+STATEMENTS: Final = {RUN: UPSERT_RUN, STEP: INSERT_STEP, DELETE: DELETE_RUN}
 
 # Errors about one row, not the connection: the server answered and will give the
 # same answer for this row every time, so retrying it would only hold up the rest.
@@ -33,6 +38,7 @@ class PostgresExportStats:
         invalid: spans that could not be turned into rows (a payload cut on the way).
         refused: rows the server refused (a value or constraint it rejects); each is
             set aside, logged with the reason, and not retried.
+        runs_removed: runs deleted with their steps because the keep policy dropped them.
         late: boundaries that returned after waiting ``postgres_wait`` for their
             row; the row stayed queued and was written when the server answered.
     """
@@ -44,6 +50,7 @@ class PostgresExportStats:
     invalid: int = 0
     refused: int = 0
     late: int = 0
+    runs_removed: int = 0
 
 
 @dataclass(slots=True)
