@@ -37,6 +37,8 @@ VARIABLES: Final[Mapping[str, str]] = {
     "SPANREPLAY_POSTGRES_DSN": "Also write every step to Postgres (`postgresql://...`).",
     "SPANREPLAY_POSTGRES_MODE": "`batch`: commit Postgres rows in batches rather than per step.",
     "SPANREPLAY_POSTGRES_WAIT": "Most seconds a boundary waits for its Postgres row (default `0.2`; `0`: never).",
+    "SPANREPLAY_POSTGRES_COMMIT": "`async`: Postgres commits do not wait for the server's WAL flush "
+    "(`synchronous_commit=off`); default `sync`.",
     "SPANREPLAY_PRICES": "A price file (JSON or YAML) on top of the built-in model prices.",
     "SPANREPLAY_ANTHROPIC_SDK_SPANS": "`1` or `true`: keep the Anthropic SDK's own spans beside spanreplay's.",
     "SPANREPLAY_JAEGER_TOKEN": "A bearer token for `jaeger+http(s)://` sources.",
@@ -73,6 +75,8 @@ class Environment:
     postgres_dsn: str | None
     postgres_batch: bool
     postgres_wait: float | None
+    # As written: the Postgres exporter checks it, naming the variable in its error.
+    postgres_commit: str
     prices: str
     anthropic_sdk_spans: bool
     jaeger_token: str
@@ -117,6 +121,7 @@ def environment(environ: Mapping[str, str] | None = None) -> Environment:
         postgres_dsn=text("SPANREPLAY_POSTGRES_DSN"),
         postgres_batch=env.get("SPANREPLAY_POSTGRES_MODE", "").lower() in ("batch", "batched"),
         postgres_wait=_seconds(env.get("SPANREPLAY_POSTGRES_WAIT", "")),
+        postgres_commit=env.get("SPANREPLAY_POSTGRES_COMMIT", "").strip(),
         prices=env.get("SPANREPLAY_PRICES", "").strip(),
         anthropic_sdk_spans=flag("SPANREPLAY_ANTHROPIC_SDK_SPANS"),
         jaeger_token=env.get("SPANREPLAY_JAEGER_TOKEN", "").strip(),
