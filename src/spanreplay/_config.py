@@ -405,7 +405,7 @@ def _postgres_processor(
     previous: PostgresSpanProcessor | None,
     commit: str | None,
 ) -> PostgresSpanProcessor | None:
-    if postgres is None and previous is None and not environment().postgres_dsn:
+    if postgres is None and previous is None and commit is None and not environment().postgres_dsn:
         return None  # psycopg is an optional dependency: imported only when Postgres is asked for
     from .postgres import attach
 

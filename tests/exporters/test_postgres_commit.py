@@ -221,6 +221,17 @@ def test_a_bad_commit_mode_is_refused_by_the_processor_and_by_configure(
     assert_names_value_and_choices(caught.value, value, "postgres_commit")
 
 
+def test_a_bad_commit_mode_is_refused_even_without_a_dsn(
+    psycopg_installed: None, tmp_path: Path, provider: TracerProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("SPANREPLAY_POSTGRES_DSN", raising=False)
+    with pytest.raises(ConfigurationError) as caught:
+        spanreplay.configure(trace_dir=tmp_path, tracer_provider=provider, postgres_commit="asnyc")
+    assert_names_value_and_choices(caught.value, "asnyc", "postgres_commit")
+    config = spanreplay.configure(trace_dir=tmp_path, tracer_provider=provider, postgres_commit="async")
+    assert config.postgres_processor is None
+
+
 def test_a_bad_environment_value_is_refused_naming_the_variable(
     psycopg_installed: None, tmp_path: Path, provider: TracerProvider, monkeypatch: pytest.MonkeyPatch
 ) -> None:
