@@ -69,7 +69,7 @@ def check_commit(value: object, name: str = "postgres_commit") -> str:
     if mode not in COMMIT_MODES:
         raise ConfigurationError(
             f'{name} is {value!r}; write one of {", ".join(map(repr, COMMIT_MODES))}: "sync" (the default) '
-            'commits each row durably, "async" lets a commit return before the server flushes it '
+            'waits for the server to flush each commit, "async" lets a commit return before the server flushes it '
             "(synchronous_commit=off). See docs/postgres.md."
         )
     return str(mode)
@@ -79,7 +79,7 @@ def session_settings(conn: psycopg.Connection[Any], timeout: float, commit: str 
     """Bound every statement and lock wait of this session, so a slow server fails fast.
 
     ``commit="async"`` turns synchronous_commit off for the session: a commit then
-    returns once its WAL record is written, without waiting for the flush to disk.
+    returns without waiting for its WAL to reach the disk.
     """
     millis = str(max(1, int(timeout * 1000)))
     sql = "SELECT set_config('statement_timeout', %s, false), set_config('lock_timeout', %s, false)"
