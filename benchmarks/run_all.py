@@ -29,6 +29,7 @@ BENCHMARKS = (
     "bench_masked_checks.py",
     "bench_otlp.py",
     "bench_postgres.py",  # needs PostgreSQL at 127.0.0.1:5432 or SPANREPLAY_TEST_PG_DSN
+    "bench_postgres_volume.py",  # needs PostgreSQL too
     "bench_effects.py",  # needs PostgreSQL too
     "bench_cost.py",
     "bench_anthropic.py",  # needs vcrpy (the bench extra)

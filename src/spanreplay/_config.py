@@ -115,6 +115,7 @@ def configure(
     strict: bool | None = None,
     keep_ok: float | None = None,
     keep: Callable[[RunSummary], bool] | None = None,
+    postgres_commit: str | None = None,
 ) -> Settings:
     """Set up recording: a tracer provider with the durable file and, if asked, OTLP.
 
@@ -157,6 +158,9 @@ def configure(
         postgres: also write every step to Postgres as it completes: a DSN
             (``postgresql://...``; ``SPANREPLAY_POSTGRES_DSN`` is the default) or a
             ``PostgresSpanProcessor`` (batched mode, other timeouts). See docs/postgres.md.
+        postgres_commit: how the rows of a ``postgres`` DSN are committed: ``"sync"``
+            (the default; ``SPANREPLAY_POSTGRES_COMMIT`` sets it) waits for the server's
+            WAL flush, ``"async"`` does not (``synchronous_commit=off``).
         masking: how payloads are masked before they become span attributes: a
             ``spanreplay.masking.MaskingConfig``; None or True for the defaults (on);
             False to record payloads unmasked. See docs/masking.md.
@@ -200,6 +204,7 @@ def configure(
         masking=masking,
         make_global=True,
         keep=policy_of(keep_ok, keep),
+        postgres_commit=postgres_commit,
     )
 
 
@@ -216,6 +221,7 @@ def _configure(
     masking: MaskingConfig | bool | None,
     make_global: bool,
     keep: KeepPolicy | None = None,
+    postgres_commit: str | None = None,
 ) -> Settings:
     global _settings
     strict = strict if strict is not None else environment().strict
@@ -252,7 +258,9 @@ def _configure(
         if attached.otlp_processor is None and (otlp or (otlp is None and attached.owned and _otlp_requested())):
             attached.otlp_processor = _otlp_processor(provider, strict)
 
-        attached.postgres_processor = _postgres_processor(provider, postgres, attached.postgres_processor)
+        attached.postgres_processor = _postgres_processor(
+            provider, postgres, attached.postgres_processor, postgres_commit
+        )
         from . import __version__
 
         _settings = Settings(
@@ -439,13 +447,16 @@ def _provider(
 
 
 def _postgres_processor(
-    provider: TracerProvider, postgres: str | PostgresSpanProcessor | None, previous: PostgresSpanProcessor | None
+    provider: TracerProvider,
+    postgres: str | PostgresSpanProcessor | None,
+    previous: PostgresSpanProcessor | None,
+    commit: str | None,
 ) -> PostgresSpanProcessor | None:
-    if postgres is None and previous is None and not environment().postgres_dsn:
+    if postgres is None and previous is None and commit is None and not environment().postgres_dsn:
         return None  # psycopg is an optional dependency: imported only when Postgres is asked for
     from .postgres import attach
 
-    return attach(provider, postgres, previous)
+    return attach(provider, postgres, previous, commit)
 
 
 def _otlp_requested() -> bool:

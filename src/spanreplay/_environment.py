@@ -40,6 +40,8 @@ VARIABLES: Final[Mapping[str, str]] = {
     "SPANREPLAY_KEEP_OK": "The share of successful runs kept once they end, 0 to 1, picked by a hash of the run "
     "id (`configure(keep_ok=)`); the others' trace files and Postgres rows are removed. Failed and crashed runs are "
     "always kept (default: every run).",
+    "SPANREPLAY_POSTGRES_COMMIT": "`async`: Postgres commits do not wait for the server's WAL flush "
+    "(`synchronous_commit=off`); default `sync`.",
     "SPANREPLAY_PRICES": "A price file (JSON or YAML) on top of the built-in model prices.",
     "SPANREPLAY_ANTHROPIC_SDK_SPANS": "`1` or `true`: keep the Anthropic SDK's own spans beside spanreplay's.",
     "SPANREPLAY_JAEGER_TOKEN": "A bearer token for `jaeger+http(s)://` sources.",
@@ -77,6 +79,8 @@ class Environment:
     postgres_batch: bool
     postgres_wait: float | None
     keep_ok: str | None
+    # As written: the Postgres exporter checks it, naming the variable in its error.
+    postgres_commit: str
     prices: str
     anthropic_sdk_spans: bool
     jaeger_token: str
@@ -122,6 +126,7 @@ def environment(environ: Mapping[str, str] | None = None) -> Environment:
         postgres_batch=env.get("SPANREPLAY_POSTGRES_MODE", "").lower() in ("batch", "batched"),
         postgres_wait=_seconds(env.get("SPANREPLAY_POSTGRES_WAIT", "")),
         keep_ok=env.get("SPANREPLAY_KEEP_OK", "").strip() or None,
+        postgres_commit=env.get("SPANREPLAY_POSTGRES_COMMIT", "").strip(),
         prices=env.get("SPANREPLAY_PRICES", "").strip(),
         anthropic_sdk_spans=flag("SPANREPLAY_ANTHROPIC_SDK_SPANS"),
         jaeger_token=env.get("SPANREPLAY_JAEGER_TOKEN", "").strip(),

@@ -23,13 +23,14 @@ except ImportError as _exc:  # an optional dependency: say how to get it
 
 from ..errors import PostgresError
 from .connect import describe, is_postgres_dsn
-from .exporter import DSN_VARIABLE, MODE_VARIABLE, attach
+from .exporter import COMMIT_VARIABLE, DSN_VARIABLE, MODE_VARIABLE, attach
 from .processor import PostgresSpanProcessor
 from .schema import LATEST, MIGRATIONS, Migration, upgrade, version
 from .source import PostgresSource, load, runs
 from .writes import PostgresExportStats
 
 __all__ = [
+    "COMMIT_VARIABLE",
     "DSN_VARIABLE",
     "LATEST",
     "MIGRATIONS",

@@ -16,6 +16,10 @@ SCHEMES: Final = ("postgresql://", "postgres://")
 
 APPLICATION_NAME: Final = "spanreplay"
 
+# How a session's commits end: "sync" waits for the WAL flush (the server's
+# synchronous_commit), "async" returns before it (synchronous_commit=off).
+COMMIT_MODES: Final = ("sync", "async")
+
 
 def is_postgres_dsn(source: str | os.PathLike[str]) -> bool:
     """True for ``postgresql://...`` and ``postgres://...`` sources."""
@@ -59,12 +63,29 @@ def connect_kwargs(timeout: float) -> dict[str, Any]:
     }
 
 
-def session_settings(conn: psycopg.Connection[Any], timeout: float) -> None:
-    """Bound every statement and lock wait of this session, so a slow server fails fast."""
+def check_commit(value: object, name: str = "postgres_commit") -> str:
+    """``value`` as a commit mode ("sync" or "async"); ConfigurationError naming ``name`` otherwise."""
+    mode = value.strip().lower() if isinstance(value, str) else value
+    if mode not in COMMIT_MODES:
+        raise ConfigurationError(
+            f'{name} is {value!r}; write one of {", ".join(map(repr, COMMIT_MODES))}: "sync" (the default) '
+            'waits for the server to flush each commit, "async" lets a commit return before the server flushes it '
+            "(synchronous_commit=off). See docs/postgres.md."
+        )
+    return str(mode)
+
+
+def session_settings(conn: psycopg.Connection[Any], timeout: float, commit: str = "sync") -> None:
+    """Bound every statement and lock wait of this session, so a slow server fails fast.
+
+    ``commit="async"`` turns synchronous_commit off for the session: a commit then
+    returns without waiting for its WAL to reach the disk.
+    """
     millis = str(max(1, int(timeout * 1000)))
-    conn.execute(
-        "SELECT set_config('statement_timeout', %s, false), set_config('lock_timeout', %s, false)", (millis, millis)
-    )
+    sql = "SELECT set_config('statement_timeout', %s, false), set_config('lock_timeout', %s, false)"
+    if commit == "async":
+        sql += ", set_config('synchronous_commit', 'off', false)"
+    conn.execute(sql, (millis, millis))
     if not conn.autocommit:
         conn.commit()
 

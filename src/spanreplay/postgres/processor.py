@@ -43,8 +43,8 @@ from .. import _semconv as sc
 from .._spans import SpanRecord, from_sdk_span
 from ..exporters._foreign import guarded
 from . import rows
-from .connect import check_dsn, connect_kwargs, describe, failure, first_line, session_settings
-from .writes import DELETE, POOL_NAME, REFUSALS, RUN, STATEMENTS, STEP, PostgresExportStats, QuietPoolFilter, Write
+from .connect import check_commit, check_dsn, connect_kwargs, describe, failure, first_line, session_settings
+from .writes import DELETE, POOL_NAME, REFUSALS, RUN, STEP, PostgresExportStats, QuietPoolFilter, Write, commit
 
 logger = logging.getLogger("spanreplay")
 
@@ -72,6 +72,9 @@ class PostgresSpanProcessor(SpanProcessor):
         max_pending: most rows held for retry or batching; past it rows are
             dropped (and counted) rather than growing memory without bound.
         pool_size: most connections the pool opens (one per thread writing at once).
+        postgres_commit: ``"sync"`` (a commit waits for the WAL flush) or ``"async"``
+            (``synchronous_commit=off``: a crash of the server can lose the last
+            commits); ``SPANREPLAY_POSTGRES_COMMIT`` for a DSN given to ``configure()``.
     """
 
     def __init__(
@@ -85,8 +88,10 @@ class PostgresSpanProcessor(SpanProcessor):
         max_pending: int = 10_000,
         pool_size: int = 4,
         postgres_wait: float = DEFAULT_WAIT,
+        postgres_commit: str = "sync",
     ) -> None:
         check_dsn(dsn)
+        self.postgres_commit = check_commit(postgres_commit)
         if not postgres_wait >= 0:
             raise ValueError(f"postgres_wait must be 0 or more seconds, not {postgres_wait!r}")
         self.dsn = dsn
@@ -139,11 +144,11 @@ class PostgresSpanProcessor(SpanProcessor):
         self._pool.open(wait=False)
 
     def _configure_connection(self, conn: psycopg.Connection[Any]) -> None:
-        session_settings(conn, self.timeout)
+        session_settings(conn, self.timeout, self.postgres_commit)
 
     def __repr__(self) -> str:
         mode = "batched" if self.batch else "per step"
-        return f"<PostgresSpanProcessor {self._where} {mode}>"
+        return f"<PostgresSpanProcessor {self._where} {mode}, {self.postgres_commit} commits>"
 
     @property
     def pending(self) -> int:
@@ -248,29 +253,13 @@ class PostgresSpanProcessor(SpanProcessor):
 
     # -- writing (the writer thread) --------------------------------------------
 
-    def _execute(self, writes: list[Write]) -> Exception | None:
-        """Commit ``writes`` in one transaction; the failure, or None when committed."""
-        try:
-            with self._pool.connection(timeout=self.timeout) as conn:
-                if len(writes) == 1:
-                    conn.execute(STATEMENTS[writes[0].kind], writes[0].params)
-                else:
-                    with conn.transaction(), conn.cursor() as cur:
-                        for kind in (RUN, STEP, DELETE):  # a run's delete after its rows in the batch
-                            params = [w.params for w in writes if w.kind == kind and w.params is not None]
-                            if params:
-                                cur.executemany(STATEMENTS[kind], params)
-        except Exception as exc:  # any failure: the database is down, slow or refuses
-            return exc
-        return None
-
     def _write(self, writes: list[Write]) -> None:
         """Commit ``writes``: a refused row is set aside, a failure queues them for retry."""
         writes = [w for w in map(self._convert, writes) if w is not None]
         if not writes:
             return
         started = time.monotonic()
-        exc = self._execute(writes)
+        exc = commit(self._pool, self.timeout, writes)
         if exc is None:
             self._committed(writes, time.monotonic() - started)
             return
@@ -284,7 +273,7 @@ class PostgresSpanProcessor(SpanProcessor):
         # time, so only the refused ones are set aside.
         for i, write in enumerate(writes):
             started = time.monotonic()
-            exc = self._execute([write])
+            exc = commit(self._pool, self.timeout, [write])
             if exc is None:
                 self._committed([write], time.monotonic() - started)
             elif isinstance(exc, REFUSALS):

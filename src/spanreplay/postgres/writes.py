@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 import psycopg
+import psycopg_pool
 from opentelemetry.sdk.trace import ReadableSpan
 
 from .rows import DELETE_RUN, INSERT_STEP, UPSERT_RUN
@@ -75,3 +76,20 @@ class QuietPoolFilter(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         args = record.args if isinstance(record.args, tuple) else ()
         return not (record.levelno <= logging.WARNING and POOL_NAME in args)
+
+
+def commit(pool: psycopg_pool.ConnectionPool[Any], timeout: float, writes: list[Write]) -> Exception | None:
+    """Commit ``writes`` in one transaction; the failure, or None when committed."""
+    try:
+        with pool.connection(timeout=timeout) as conn:
+            if len(writes) == 1:
+                conn.execute(STATEMENTS[writes[0].kind], writes[0].params)
+            else:
+                with conn.transaction(), conn.cursor() as cur:
+                    for kind in (RUN, STEP, DELETE):  # a run's delete after its rows in the batch
+                        params = [w.params for w in writes if w.kind == kind and w.params is not None]
+                        if params:
+                            cur.executemany(STATEMENTS[kind], params)
+    except Exception as exc:  # any failure: the database is down, slow or refuses
+        return exc
+    return None
