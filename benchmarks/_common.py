@@ -16,6 +16,7 @@ import string
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
+from typing import Any
 
 # A case runs one batch of its subject and returns the nanoseconds its hot loop took
 # (measured with time.perf_counter_ns by the case itself, so per-batch set-up such as
@@ -160,3 +161,17 @@ RESULT = {"text": text_of_size(1024 - len('{"text":""}'), seed=2)}
 def lookup_plain(query: str) -> dict[str, str]:
     """The tool's body: returns a prepared 1 KB answer, so the figures time the wrapping."""
     return RESULT
+
+
+def conversation(size: int = 40_000) -> list[dict[str, Any]]:
+    """Alternating turns of plausible support chat, about ``size`` bytes of JSON."""
+    messages: list[dict[str, Any]] = []
+    n = 0
+    while len(json.dumps(messages)) < size:
+        role = "user" if n % 2 == 0 else "assistant"
+        text = f"Turn {n}: " + "the parcel for order A-17 left the depot and the customer asks when it arrives. " * 6
+        messages.append({"role": role, "content": text})
+        n += 1
+    if messages[-1]["role"] != "user":
+        messages.append({"role": "user", "content": "And now?"})
+    return messages

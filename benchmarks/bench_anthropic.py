@@ -29,7 +29,7 @@ from typing import Any
 
 import anthropic
 import vcr
-from _common import Case, Figure, emit, interleaved, median, parse_args, timed
+from _common import Case, Figure, conversation, emit, interleaved, median, parse_args, timed
 
 import spanreplay
 from spanreplay.instrumentation.anthropic import AnthropicInstrumentor
@@ -37,20 +37,6 @@ from spanreplay.testing.messages_api import MODEL, MessagesAPIServer
 
 GOAL = 20.0
 NAME = "anthropic"
-
-
-def conversation(size: int = 40_000) -> list[dict[str, Any]]:
-    """Alternating turns of plausible support chat, about ``size`` bytes of JSON."""
-    messages: list[dict[str, Any]] = []
-    n = 0
-    while len(json.dumps(messages)) < size:
-        role = "user" if n % 2 == 0 else "assistant"
-        text = f"Turn {n}: " + "the parcel for order A-17 left the depot and the customer asks when it arrives. " * 6
-        messages.append({"role": role, "content": text})
-        n += 1
-    if messages[-1]["role"] != "user":
-        messages.append({"role": "user", "content": "And now?"})
-    return messages
 
 
 def batch(calls: int, one: Callable[[], Any], around: Callable[[], Any] | None = None) -> Case:

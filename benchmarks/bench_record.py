@@ -7,7 +7,9 @@ span to a file as it ends, as spanreplay does: the SDK's own ConsoleSpanExporter
 with a file for its output, and the least any durable writer does (one orjson line
 of the span's ids, name, times and attributes, one os.write). Also shown: spanreplay
 with masking off, with the file off, and agent-rewind's ``@rewind.tool`` recording
-the same call to its own file.
+the same call to its own file. Last, a model-call boundary whose conversation is
+40 KB of JSON, masking on: the turns of one run, each sending the conversation so
+far plus the reply and a new question.
 
     python benchmarks/bench_record.py [--quick] [--json]
 """
@@ -27,13 +29,14 @@ from _common import (
     QUERY,
     Case,
     Figure,
+    conversation,
     emit,
     interleaved,
     lookup_plain,
     median,
     noise,
     parse_args,
-    peer_and_count,
+    spread,
     timed,
 )
 from opentelemetry import trace
@@ -44,8 +47,21 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 import spanreplay
 
-GOAL_RATIO = 2.0
+GOAL_RATIO = 1.5  # spanreplay / bare SDK span with the same attributes
+GOAL_PEER = 1.0  # spanreplay / agent-rewind's @rewind.tool
+GOAL_MODEL_US = 500.0  # a model call with a 40 KB conversation, masking on
+MODEL_TURNS = 20  # model calls per run: the conversation grows from 40 KB by a reply and a question each
 NAME = "record"
+
+MODEL_REPLY = {
+    "id": "msg_bench",
+    "type": "message",
+    "role": "assistant",
+    "model": "claude-bench",
+    "content": [{"type": "text", "text": "It left the depot this morning and arrives on Thursday between 9 and 12."}],
+    "stop_reason": "end_turn",
+    "usage": {"input_tokens": 10_000, "output_tokens": 24},
+}
 
 
 class NullExporter(SpanExporter):
@@ -150,6 +166,22 @@ def measure(*, calls: int, repeats: int) -> list[Figure]:
 
         return case
 
+    base_conversation = conversation()
+
+    def model_turns() -> int:
+        # A run of model calls from a 40 KB conversation: masking on, durable file on.
+        spanreplay.configure(trace_dir=trace_dir, tracer_provider=provider, masking=True)
+        messages = list(base_conversation)
+        with spanreplay.record(agent="bench-model"):
+            start = time.perf_counter_ns()
+            for turn in range(MODEL_TURNS):
+                request = {"model": "claude-bench", "max_tokens": 512, "messages": list(messages)}
+                reply = spanreplay.boundary("model", "claude-bench", request, lambda: MODEL_REPLY)
+                messages.append({"role": "assistant", "content": reply["content"][0]["text"]})
+                messages.append({"role": "user", "content": f"Turn {turn}: and the second parcel?"})
+            elapsed = time.perf_counter_ns() - start
+        return elapsed * calls // MODEL_TURNS  # scaled to ``calls``, so us/call reads like the other cases
+
     cases: dict[str, Case] = {
         "baseline": bare(NullExporter()),
         "baseline_console_file": bare(
@@ -159,6 +191,7 @@ def measure(*, calls: int, repeats: int) -> list[Figure]:
         "spanreplay": record(file_on=True),
         "spanreplay_nomask": record(file_on=True, masking=False),
         "spanreplay_nofile": record(file_on=False),
+        "model_40kb": model_turns,
     }
     rewind_note = ""
     try:
@@ -196,7 +229,11 @@ def measure(*, calls: int, repeats: int) -> list[Figure]:
     def ratio(subject: str, baseline: str) -> tuple[float, str]:
         ratios = [a / b for a, b in zip(us[subject], us[baseline], strict=True)]
         best = min(us[subject]) / min(us[baseline])
-        return median(ratios), f"median of per-repeat ratios; best/best {best:.2f}x"
+        mid = median(ratios)
+        return mid, (
+            f"median of per-repeat ratios, {min(ratios):.2f}-{max(ratios):.2f} "
+            f"(spread {spread(ratios):.0%}); best/best {best:.2f}x"
+        )
 
     headline, headline_note = ratio("spanreplay", "baseline")
     console, console_note = ratio("spanreplay", "baseline_console_file")
@@ -230,9 +267,45 @@ def measure(*, calls: int, repeats: int) -> list[Figure]:
         Figure(NAME, "ratio spanreplay / bare span written by ConsoleSpanExporter", console, "x", note=console_note),
         Figure(NAME, "ratio spanreplay / bare span written as an orjson line", lines, "x", note=lines_note),
     ]
-    figures += peer_and_count(
-        NAME, us, "spanreplay", "agent-rewind @rewind.tool (JSON-lines file)", rewind_note, calls=calls, repeats=repeats
+    model = median(us["model_40kb"])
+    figures.append(
+        Figure(
+            NAME,
+            f"model call, 40 KB conversation, masking on ({MODEL_TURNS} turns per run)",
+            model,
+            "us/call",
+            goal=f"<= {GOAL_MODEL_US:g} us",
+            met=model <= GOAL_MODEL_US,
+            note=noise(us["model_40kb"]),
+        )
     )
+    if "agent_rewind" in us:
+        peer, peer_note = ratio("spanreplay", "agent_rewind")
+        figures.append(
+            Figure(
+                NAME,
+                "agent-rewind @rewind.tool (JSON-lines file)",
+                median(us["agent_rewind"]),
+                "us/call",
+                note="peer; " + noise(us["agent_rewind"]),
+            )
+        )
+        figures.append(
+            Figure(
+                NAME,
+                "ratio spanreplay / agent-rewind",
+                peer,
+                "x",
+                goal=f"<= {GOAL_PEER:g}x",
+                met=peer <= GOAL_PEER,
+                note=peer_note,
+            )
+        )
+    else:
+        figures.append(
+            Figure(NAME, "agent-rewind @rewind.tool (JSON-lines file)", float("nan"), "us/call", note=rewind_note)
+        )
+    figures.append(Figure(NAME, "calls per repeat x repeats", calls * repeats, "calls", note=f"{calls} x {repeats}"))
     return figures
 
 

@@ -1,11 +1,12 @@
-"""Profile the record and replay hot paths of the 1 KB ``@spanreplay.tool`` call.
+"""Profile the record and replay hot paths of the 1 KB ``@spanreplay.tool`` call,
+and the record path of a model call with a 40 KB conversation (masking on).
 
 Prints the functions with the largest own time (cProfile ``tottime``) and the
 largest cumulative time for each path. Profiling inflates every call, so read the
 shares, not the absolute numbers; the figures are in bench_record.py and
 bench_replay.py.
 
-    python benchmarks/profile_hot_paths.py [--calls N] [--top N] [--path record|replay|baseline|all]
+    python benchmarks/profile_hot_paths.py [--calls N] [--top N] [--path record|replay|baseline|model|all]
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from _common import QUERY, lookup_plain
-from bench_record import NullExporter, captured_attributes
+from _common import QUERY, conversation, lookup_plain
+from bench_record import MODEL_REPLY, MODEL_TURNS, NullExporter, captured_attributes
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -53,7 +54,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=5000)
     parser.add_argument("--top", type=int, default=25)
-    parser.add_argument("--path", choices=("record", "replay", "baseline", "all"), default="all")
+    parser.add_argument("--path", choices=("record", "replay", "baseline", "model", "all"), default="all")
     args = parser.parse_args(argv)
     calls = args.calls
 
@@ -99,6 +100,21 @@ def main(argv: Sequence[str] | None = None) -> None:
                 root.end()
 
             profile("baseline (bare OTel SDK span, no-op exporter)", baseline, args.top)
+        if args.path in ("model", "all"):
+            start = conversation()
+
+            def model() -> None:
+                # As bench_record.py: runs of MODEL_TURNS turns from the 40 KB conversation.
+                for _ in range(max(1, calls // 50)):
+                    messages = list(start)
+                    with spanreplay.record(agent="profile-model"):
+                        for turn in range(MODEL_TURNS):
+                            request = {"model": "claude-bench", "max_tokens": 512, "messages": list(messages)}
+                            reply = spanreplay.boundary("model", "claude-bench", request, lambda: MODEL_REPLY)
+                            messages.append({"role": "assistant", "content": reply["content"][0]["text"]})
+                            messages.append({"role": "user", "content": f"Turn {turn}: and the second parcel?"})
+
+            profile("model call (40 KB conversation, masking on, durable file on)", model, args.top)
         provider.shutdown()
     finally:
         shutil.rmtree(workdir, ignore_errors=True)

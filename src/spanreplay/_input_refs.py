@@ -48,8 +48,8 @@ class InputHistory:
 
     def __init__(self, *, enabled: bool | None = None) -> None:
         self.enabled = input_refs_enabled() if enabled is None else enabled
-        # (kind, key) -> (seq, each message of that input as canonical JSON)
-        self._last: dict[tuple[str, str], tuple[int, list[bytes]]] = {}
+        # (kind, key) -> (seq, how many messages that input had, its messages list as canonical JSON)
+        self._last: dict[tuple[str, str], tuple[int, int, bytes]] = {}
 
     def add_input(
         self, attributes: dict[str, Any], kind: str, key: str, seq: int, value: Any, data: bytes | None = None
@@ -70,16 +70,23 @@ class InputHistory:
             add_payload(attributes, sc.INPUT, data)
             return
         messages = _at(value, path)
-        parts = [encode_input(message) for message in messages]
+        # The list is encoded whole, once: its JSON is "[" + each message's canonical JSON,
+        # joined by "," + "]", and a JSON value ends where it ends, so the previous input's
+        # messages are this input's first ones exactly when its list, less the "]", is a
+        # prefix of this one followed by "," or "]". A long conversation is thus compared
+        # without encoding each of its messages on its own.
+        encoded = encode_input(messages)
         # One tuple, swapped in whole: a concurrent call of the same key sees either input, both consistent.
         previous = self._last.get((kind, key))
-        self._last[(kind, key)] = (seq, parts)
+        self._last[(kind, key)] = (seq, len(messages), encoded)
         if previous is None:
             add_payload(attributes, sc.INPUT, data)
             return
-        base_seq, base_parts = previous
-        taken = len(base_parts)
-        if taken > len(parts) or parts[:taken] != base_parts:
+        base_seq, taken, base = previous
+        end = len(base) - 1
+        if taken > len(messages) or not (
+            encoded.startswith(memoryview(base)[:end]) and (taken == 0 or encoded[end : end + 1] in (b",", b"]"))
+        ):
             add_payload(attributes, sc.INPUT, data)  # the conversation changed: a new base
             return
         add_payload(attributes, sc.INPUT, encode_input(_replaced(value, path, messages[taken:])))

@@ -14,10 +14,13 @@ from typing import Any
 
 import orjson
 import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
 
 import spanreplay
 from fixtures.recordings import lines
 from spanreplay import InputChangedError, PayloadIntegrityError, SpanReplayWarning, TraceFormatError
+from spanreplay._input_refs import InputHistory
 from spanreplay.readers import iter_spans
 
 TURNS = 50
@@ -149,3 +152,31 @@ def test_a_rebuilt_input_that_does_not_match_its_digest_is_refused(trace_dir: Pa
     path.write_bytes(text.replace(first, orjson.dumps(doc) + b"\n"))
     with pytest.raises(PayloadIntegrityError, match=r"seq 2: the input rebuilt from seq 1's messages does not match"):
         spanreplay.load(path, "run_conv")
+
+
+# Messages whose JSON texts are prefixes of one another: "ab" and "abc", 1 and 12, a
+# dict and the same dict with one more key. Drawn from a few values, so that a later
+# input often does continue the earlier one.
+_MESSAGE = st.sampled_from(
+    ["ab", "abc", 1, 12, {"role": "user", "content": "ab"}, {"role": "user", "content": "ab", "x": 1}, [1], [1, 2]]
+)
+
+
+@given(first=st.lists(_MESSAGE, min_size=1, max_size=5), second=st.lists(_MESSAGE, min_size=1, max_size=7))
+@example(first=[1], second=[12])  # the text of the one is the start of the other's
+@example(first=["ab", 1], second=["ab", 12, "abc"])
+@example(first=["ab", 1], second=["ab", 1, "abc"])
+def test_an_input_references_the_last_one_exactly_when_its_messages_continue_them(
+    first: list[Any], second: list[Any]
+) -> None:
+    history = InputHistory(enabled=True)
+    history.add_input({}, "model", "m", 1, {"messages": first})
+    attributes: dict[str, Any] = {}
+    history.add_input(attributes, "model", "m", 2, {"messages": second})
+    continues = len(second) >= len(first) and second[: len(first)] == first
+    assert (attributes.get("spanreplay.input.base_seq") == 1) is continues
+    if continues:
+        assert attributes["spanreplay.input.base_messages"] == len(first)
+        assert orjson.loads(attributes["spanreplay.input"]) == {"messages": second[len(first) :]}
+    else:
+        assert orjson.loads(attributes["spanreplay.input"]) == {"messages": second}
