@@ -525,6 +525,9 @@ def test_eight_agent_threads_sharing_a_small_pool_lose_no_row(
     for t in threads:
         t.join()
     assert not errors
+    # On a loaded machine a boundary may outwait postgres_wait and leave its row queued: the
+    # rows are all written once the queue drains, which is what this test is about.
+    assert processor.force_flush()
     assert processor.stats.failures == 0
     assert query(pg_dsn, "SELECT count(*), count(DISTINCT run_id) FROM agent_steps") == [(320, 8)]
     for run_id in run_ids:
