@@ -8,8 +8,9 @@ invocation, each phase's agents released together once all are set up:
 
 - ``off``: the same agent code, spanreplay not configured and no run open;
 - ``record``: one run per agent (or runs of ``--run-steps`` boundaries), the
-  durable trace file on, every step written to Postgres (per step, the default;
-  ``--postgres-batch`` for batched), and OTLP/HTTP to a local receiver
+  durable trace file on, every step written to Postgres (``--postgres step``,
+  the default: each row committed before the boundary returns; ``batch``; or
+  ``off``), and OTLP/HTTP to a local receiver
   (``_otlp_counter.py``, in its own process, counting the spans it parses).
 
 Then one more agent records a single run of ``--memory-steps`` boundaries
@@ -17,16 +18,17 @@ Then one more agent records a single run of ``--memory-steps`` boundaries
 
 Reported: per-boundary p50/p99 of both phases (all agents' boundaries pooled),
 their difference and ratio; the RSS growth per 1,000 boundaries (VmRSS read
-every 1,000 boundaries, the first 1,000 a warm-up; median and worst agent, and
-the single long run); the spans in the trace files against the spans the
-receiver got (none may be lost while it is up); the rows in ``agent_steps``
-against the steps recorded. Postgres is SPANREPLAY_BENCH_PG_DSN, else
+every 250 boundaries; a least-squares slope after a warm-up of 1,000, median and
+worst agent, and after 2,000 in the single long run, which holds the goal); the
+spans in the trace files against the spans the receiver got (none may be lost
+while it is up); the rows in ``agent_steps`` against the steps recorded. Postgres is SPANREPLAY_BENCH_PG_DSN, else
 SPANREPLAY_TEST_PG_DSN, else postgresql://postgres@127.0.0.1:5432/test; the tables
 go in a scratch schema that is dropped afterwards, and the run ids carry a
 prefix unique to the invocation. Past ``--timeout`` seconds the agents still
 running are killed and the report says how many.
 
-    python benchmarks/bench_soak.py [--quick] [--json] [--agents N] [--steps M] [--timeout S]
+    python benchmarks/bench_soak.py [--quick] [--json] [--agents N] [--steps M] [--run-steps K]
+        [--memory-steps S] [--postgres step|batch|off] [--timeout SECONDS]
 """
 
 from __future__ import annotations
@@ -53,8 +55,10 @@ HERE = Path(__file__).resolve().parent
 DSN = os.environ.get(
     "SPANREPLAY_BENCH_PG_DSN", os.environ.get("SPANREPLAY_TEST_PG_DSN", "postgresql://postgres@127.0.0.1:5432/test")
 )
-# RSS growth per 1,000 boundaries above this is memory that grows with the run.
-FLAT_KB = 64.0
+# RSS growth per 1,000 boundaries above this is memory that grows with the run: a
+# quarter KB a boundary, when each boundary carries 2 KB of payload. RSS swings by
+# a few MB as the OTLP queue fills and drains, so a smaller bound would read noise.
+FLAT_KB = 256.0
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -65,7 +69,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--steps", type=int, help="boundaries per agent (default 2,000)")
     parser.add_argument("--run-steps", type=int, default=0, help="split each agent's boundaries into runs of K")
     parser.add_argument("--memory-steps", type=int, help="boundaries of the single-run memory check (10,000)")
-    parser.add_argument("--postgres-batch", action="store_true", help="batched Postgres writes instead of per step")
+    parser.add_argument(
+        "--postgres",
+        choices=("step", "batch", "off"),
+        default="step",
+        help="Postgres rows committed per step (the default), in batches, or not written",
+    )
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds before running agents are killed")
     args = parser.parse_args(argv)
     quick = args.quick
@@ -158,9 +167,6 @@ def rss_slope(samples: Sequence[Sequence[int]], warmup: int = 1000) -> float:
     points = [(step, kb) for step, kb in samples if step >= warmup]
     if len(points) < 2:
         return float("nan")
-    if len(points) == 2:
-        (x0, y0), (x1, y1) = points
-        return (y1 - y0) / (x1 - x0) * 1000
     return float(statistics.linear_regression([p[0] for p in points], [p[1] for p in points]).slope * 1000)
 
 
@@ -210,8 +216,8 @@ def measure(args: argparse.Namespace) -> list[Figure]:
                     "steps": steps,
                     "run_steps": run_steps,
                     "trace_dir": str(trace_dir),
-                    "dsn": dsn,
-                    "batch": args.postgres_batch,
+                    "dsn": dsn if args.postgres != "off" else "",
+                    "batch": args.postgres == "batch",
                     "run_prefix": f"{prefix}-{tag}{n:02d}",
                 }
                 for n in range(count)
@@ -284,10 +290,10 @@ def figures(
             out.append(
                 Figure(
                     NAME,
-                    f"{label} per boundary, recording (file + OTLP + Postgres)",
+                    f"{label} per boundary, recording",
                     a,
                     "us",
-                    note=f"{len(lat_rec):,} boundaries; Postgres {'batched' if args.postgres_batch else 'per step'}",
+                    note=f"{len(lat_rec):,} boundaries; Postgres: {args.postgres}",
                 )
             )
             out.append(Figure(NAME, f"{label} overhead per boundary", a - b, "us", note=f"ratio {a / b:,.0f}x"))
@@ -302,16 +308,14 @@ def figures(
             )
         )
     slopes = [rss_slope(r["rss_kb"]) for r in soak_done]
-    if slopes and args.steps >= 2000:
+    if slopes and args.steps > 1000:
         out.append(
             Figure(
                 NAME,
                 "RSS growth per 1,000 boundaries, median agent",
                 statistics.median(slopes),
                 "KB",
-                goal=f"<= {FLAT_KB:g} KB",
-                met=statistics.median(slopes) <= FLAT_KB,
-                note=f"worst agent {max(slopes):.0f} KB; after a warm-up of 1,000",
+                note=f"worst agent {max(slopes):.0f} KB; least squares after 1,000 (few samples: noisy)",
             )
         )
     for r in long:
@@ -352,6 +356,8 @@ def figures(
             note=f"the exporters counted {otlp_dropped} dropped",
         ),
     ]
+    if args.postgres == "off":
+        return out
     steps_recorded = sum(r["steps"] for r in rec_done)
     pg = [r["postgres"] for r in rec_done if r.get("postgres")]
     out.append(
