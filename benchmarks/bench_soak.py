@@ -308,6 +308,16 @@ def figures(
                 )
             )
             out.append(Figure(NAME, f"{label} overhead per boundary", a - b, "us", note=f"ratio {a / b:,.0f}x"))
+        phase_s = max(r["wall_ns"] for r in soak_done) / 1e9
+        out.append(
+            Figure(
+                NAME,
+                "boundaries recorded per second, all agents",
+                len(lat_rec) / phase_s,
+                "boundaries/s",
+                note=f"the slowest agent took {phase_s:.1f} s",
+            )
+        )
         flush = [r["flush_ns"] / 1e9 for r in soak_done]
         out.append(
             Figure(
