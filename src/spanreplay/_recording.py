@@ -20,7 +20,7 @@ from . import _semconv as sc
 from . import _typed
 from ._alerts import run_failed
 from ._calls import Call
-from ._config import masker, settings
+from ._config import Settings, masker, settings
 from ._error_records import error_record
 from ._input_refs import InputHistory
 from ._keep import settle_run
@@ -98,6 +98,7 @@ class RecordingRun(Run):
         self._strict = False
         self._failed = False  # an internal failure was logged: log later ones quietly
         self._tracer: trace.Tracer = trace.NoOpTracer()
+        self._config: Settings | None = None
         # Masking runs on every payload before the codec sees it; one session per run
         # remembers what it masked.
         self._masking: MaskingSession | None = None
@@ -111,7 +112,7 @@ class RecordingRun(Run):
     def __enter__(self) -> RecordingRun:
         ctx: otel_context.Context | None = None
         try:
-            config = settings()
+            config = self._config = settings()
             self._strict = config.raise_internal_errors
             self._tracer = config.tracer
             if config.masker is not None and config.masker.enabled:
@@ -167,12 +168,14 @@ class RecordingRun(Run):
             self.internal_failure("end the run span")
         finally:
             self._deactivate()
-        if span is not None:
+        if span is not None and self._config is not None:
+            # The settings the run recorded through, even if the agent called reset() since:
+            # settings() here would configure anew, after the run, for nothing.
             try:  # after span.end(): the run span is in its file and its row is queued
                 status = sc.RUN_STATUS_OK if exc is None else sc.RUN_STATUS_ERROR
                 error = None if exc is None else self._names(type(exc).__qualname__)
                 settle_run(
-                    settings(), self.run_id, self.agent, status, error, steps, span, forked=bool(self.forked_from)
+                    self._config, self.run_id, self.agent, status, error, steps, span, forked=bool(self.forked_from)
                 )
             except Exception:
                 self.internal_failure("apply the keep policy")
