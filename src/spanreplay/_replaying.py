@@ -288,19 +288,16 @@ class ReplayingRun(Run):
     def _take(self, scope_id: str, call_id: str, kind: str, key: str, seq: int, data: bytes, input: Any) -> Event:
         """The engine's ``take``, then the exact check of masked values (with the run's salt),
         stopping in the debugger where ``break_at`` asked."""
-        if not self._breaking:
-            event = self.engine.take(scope_id, call_id, kind, key, seq, data)
-            if self._checks is not None:
-                self._checks.verify(self.engine, event, kind, key, input)
-            return event
         try:
             event = self.engine.take(scope_id, call_id, kind, key, seq, data)
             if self._checks is not None:
                 self._checks.verify(self.engine, event, kind, key, input)
         except ReplayDivergenceError as error:
-            self.breakpoints.diverged(error, AttemptedCall(kind, key, call_id, data))
+            if self._breaking:
+                self.breakpoints.diverged(error, AttemptedCall(kind, key, call_id, data))
             raise
-        self.breakpoints.before_serving(event)
+        if self._breaking:
+            self.breakpoints.before_serving(event)
         return event
 
     def _encoded_input(self, kind: str, key: str, input: Any, call_id: str, encoded: bytes | None = None) -> bytes:
