@@ -37,7 +37,7 @@ from ._recording import RecordingRun
 from ._replay import enclosing_call
 from ._replaying import ReplayingRun, serve_recorded, serve_recorded_async
 from ._runs import Decoder, Scope, current_scope_var
-from .errors import ConfigurationError, ReplayDivergenceError
+from .errors import ConfigurationError, LiveEffectRefusedError, ReplayDivergenceError, UnfinishedEffectError
 
 __all__ = ["ForkingRun", "fork"]
 
@@ -222,9 +222,7 @@ class ForkingRun(RecordingRun):
         except ReplayDivergenceError as exc:
             if self.at is not None and (exc.seq is None or exc.seq < self.at):
                 # Before the fork point the code must make the recorded calls: fail closed.
-                with self._lock:
-                    if self._diverged is None:
-                        self._diverged = exc
+                self._remember(exc)
                 exc.add_note(
                     f"The fork goes live at seq {self.at}; before it the code must match run {parent.run_id}. "
                     "Fork at this step or earlier, or with at=None to go live where the code stops matching."
@@ -241,7 +239,11 @@ class ForkingRun(RecordingRun):
             # Before the fork point that ends the fork (fail closed); at or after it, the
             # fork goes live here only when allow_effects says running it again is safe.
             if self.at is not None and event.seq < self.at:
-                served_effect(parent.engine, event)
+                try:
+                    served_effect(parent.engine, event)
+                except UnfinishedEffectError as exc:
+                    self._remember(exc)
+                    raise
             self._go_live(seq, event)
             return None
         if in_recording and self.at is not None and self._last_seq.get(call_id, event.seq) >= self.at:
@@ -286,7 +288,11 @@ class ForkingRun(RecordingRun):
         already; it is refused (``LiveEffectRefusedError``) unless ``allow_effects``,
         before any real work runs.
         """
-        refuse_live_effect(recorded, run_id=self.parent.run_id, allow_effects=self.allow_effects)
+        try:
+            refuse_live_effect(recorded, run_id=self.parent.run_id, allow_effects=self.allow_effects)
+        except LiveEffectRefusedError as exc:
+            self._remember(exc)
+            raise
         with self._lock:
             if self.live:
                 return
@@ -298,6 +304,12 @@ class ForkingRun(RecordingRun):
                 span.set_attribute(sc.RUN_FORKED_AT, seq)
             except Exception:
                 self.internal_failure("mark where the fork went live")
+
+    def _remember(self, error: ReplayDivergenceError) -> None:
+        """The first divergence decides how the fork ends, even when the code catches it."""
+        with self._lock:
+            if self._diverged is None:
+                self._diverged = error
 
     def __enter__(self) -> ForkingRun:
         super().__enter__()

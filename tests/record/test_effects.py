@@ -491,3 +491,20 @@ def test_a_fork_refuses_to_go_live_at_an_unfinished_effect_unless_effects_are_al
         assert (forked.forked_at, spanreplay.load(tmp_path / "forks", forked.run_id).run.forked_from) == (3, run_id)
     finally:
         spanreplay.reset()
+
+
+@pytest.mark.slow
+def test_a_fork_whose_code_catches_the_refusal_still_ends_with_it(tmp_path: Path, payer: ModuleType) -> None:
+    trace_dir = tmp_path / "traces"
+    run_id = "run_20260101_000000_f04c0e12"
+    _record_and_kill(tmp_path, trace_dir, run_id)
+    spanreplay.configure(trace_dir=tmp_path / "forks", tracer_provider=TracerProvider(), raise_internal_errors=True)
+    try:
+        for at in (None, 4):  # refused live at the charge; or a fork point after it, with nothing to serve
+            # The agent swallows the error: the fork must not end as if the charge were done.
+            with pytest.raises(spanreplay.UnfinishedEffectError), spanreplay.fork(trace_dir, run_id, at=at):  # noqa: SIM117
+                with contextlib.suppress(spanreplay.UnfinishedEffectError):
+                    payer.main()
+        assert payer.CHARGES == []
+    finally:
+        spanreplay.reset()
