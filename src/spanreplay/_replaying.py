@@ -232,7 +232,12 @@ class ReplayingRun(Run):
         attributes: dict[str, Any] | None,
     ) -> Any:
         if kind == sc.KIND_TOOL and self.events.run.instrumentation:
-            live = unrecorded_tool(self.events, key, fn, live=self.live)
+            effect = attributes is not None and bool(attributes.get(sc.EFFECT))
+            try:
+                live = unrecorded_tool(self.events, key, fn, live=self.live, effect=effect)
+            except ReplayDivergenceError as error:
+                self.engine.refuse(error)  # the replay ends diverged even if the agent catches it
+                raise
             if live is not RECORDED:
                 return live
         scope, key, call_id, seq = self._next_call(kind, key)

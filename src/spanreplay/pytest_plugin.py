@@ -175,10 +175,11 @@ def _open_replay(trace: Path, run_id: str | None, ignore_paths: Sequence[str]) -
 
     The runtime guard is on: a test is where a direct clock or random read should
     surface, as a warning naming its file and line, before it makes a replay diverge.
+    live=False: a replayed test never runs a tool, even one a foreign trace lacks.
     """
     from ._run import replay
 
-    return replay(trace, run_id, ignore_paths=ignore_paths, guard=True)
+    return replay(trace, run_id, ignore_paths=ignore_paths, guard=True, live=False)
 
 
 def _marker_options(item: pytest.Item) -> dict[str, Any]:

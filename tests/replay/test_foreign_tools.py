@@ -9,6 +9,7 @@ with ``gen_ai.tool.call.arguments``/``result``), and the agent's tool is a
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import warnings
@@ -183,3 +184,35 @@ def test_a_model_call_without_a_recorded_response_is_said_up_front_and_never_ser
     assert run.outcome == "diverged"
     shown = json.loads(CliRunner().invoke(cli, ["show", str(tmp_path / "t.jsonl"), trace_id, "--json"]).stdout)
     assert shown["steps"][-1]["replay"].startswith("model call: no recorded response, cannot replay")
+
+
+@spanreplay.tool(name="lookup_order", effect=True)
+def charge_order(order_id: str) -> dict[str, Any]:
+    CALLS.append(f"charged {order_id}")
+    return {"order_id": order_id, "status": "charged"}
+
+
+def test_a_side_effect_the_trace_lacks_is_refused_never_run(
+    instrumented: None, client: anthropic.Anthropic, tmp_path: Path
+) -> None:
+    trace_id = write_trace(tmp_path / "t.jsonl", tool_result=None)
+    with (
+        pytest.raises(spanreplay.UnexpectedCallError, match=r"tool 'lookup_order'.*side effect"),
+        spanreplay.replay(tmp_path / "t.jsonl", trace_id) as run,
+    ):
+        charge_order("A-17")
+    assert CALLS == []
+    assert run.outcome == "diverged"
+
+
+def test_a_refused_tool_the_agent_catches_still_ends_the_replay_diverged(
+    instrumented: None, client: anthropic.Anthropic, tmp_path: Path
+) -> None:
+    trace_id = write_trace(tmp_path / "t.jsonl", tool_result=None)
+    replaying = spanreplay.replay(tmp_path / "t.jsonl", trace_id, live=False)
+    # The agent swallows the error: the replay must not end as if nothing happened.
+    with pytest.raises(spanreplay.UnexpectedCallError, match=r"live=False"), replaying:  # noqa: SIM117
+        with contextlib.suppress(spanreplay.UnexpectedCallError):
+            lookup_order("A-17")
+    assert CALLS == []
+    assert replaying.outcome == "diverged"

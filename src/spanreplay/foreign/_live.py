@@ -5,7 +5,8 @@ only; a tool span appears where the application made one. A replay of such a
 trace serves every model call, and a ``@spanreplay.tool`` whose runs the trace
 does not hold would otherwise diverge at its first call. This is the one place
 replay runs real work, only for a trace another instrumentation recorded, and
-only for tools of a name the trace holds no recorded result of.
+only for tools of a name the trace holds no recorded result of, and never for a
+side effect (``effect=True``): a payment or an email is refused, not run.
 """
 
 from __future__ import annotations
@@ -21,10 +22,27 @@ from ..errors import UnexpectedCallError
 RECORDED: Final = object()
 
 
-def unrecorded_tool(log: EventLog, key: str, fn: Callable[[], Any], *, live: bool) -> Any:
-    """``fn()`` when the foreign trace holds no result for tool ``key``; RECORDED when it does."""
+def unrecorded_tool(log: EventLog, key: str, fn: Callable[[], Any], *, live: bool, effect: bool = False) -> Any:
+    """``fn()`` when the foreign trace holds no result for tool ``key``; RECORDED when it does.
+
+    Raises UnexpectedCallError instead of running it when ``live`` is false, or when
+    the tool changes the world (``effect``): a replay never makes a payment again.
+    """
     if not log.run.instrumentation or any(e.kind == sc.KIND_TOOL and e.key == key for e in log):
         return RECORDED
+    if effect:
+        raise UnexpectedCallError(
+            f"Replay of trace {log.run_id} reached tool {key!r}, which the trace does not hold (it was "
+            f"recorded by {log.run.instrumentation}, which records no tool results). It is a side effect "
+            "(effect=True), so the replay does not run it: it may have happened when the trace was "
+            "recorded, and running it again could do it twice. The replay ends here; record the run with "
+            "spanreplay's @tool to replay past it.",
+            run_id=log.run_id,
+            seq=None,
+            call_id=None,
+            recorded=None,
+            attempted=f"side effect tool {key!r}, live",
+        )
     if not live:
         raise UnexpectedCallError(
             f"Replay of trace {log.run_id} reached tool {key!r}, which the trace does not hold (it was "
