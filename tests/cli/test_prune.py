@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import shutil
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -14,6 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import spanreplay
+from helpers.paths import FIXTURES
 from spanreplay._salts import SALT_DIR
 from spanreplay.cli import _prune, cli
 from spanreplay.cli._prune import run_date
@@ -281,6 +283,20 @@ def test_a_file_of_other_services_spans_only_is_never_touched(trace_dir: Path) -
     result = CliRunner().invoke(cli, ["prune", str(trace_dir), "--success", "0s", "--failure", "0s"])
     assert result.exit_code == 0, result.output
     assert export.read_bytes() == before
+    assert old not in _files(trace_dir)
+
+
+@pytest.mark.usefixtures("edge_date_now")
+def test_a_trace_another_instrumentation_wrote_is_never_touched(trace_dir: Path) -> None:
+    # It reads as a run named by its trace id; it is still not spanreplay's to prune.
+    old = _record(trace_dir, 100, "error")
+    export = trace_dir / "openinference.binpb"
+    shutil.copyfile(FIXTURES / "foreign" / "openinference-create.binpb", export)
+    before = (export.read_bytes(), export.stat().st_ino)
+    result = CliRunner().invoke(cli, ["prune", str(trace_dir), "--success", "0s", "--failure", "0s"])
+    assert result.exit_code == 0, result.output
+    assert (export.read_bytes(), export.stat().st_ino) == before
+    assert "openinference" not in result.output
     assert old not in _files(trace_dir)
 
 

@@ -184,7 +184,9 @@ def _prune_files(source: str, policy: Policy, dry_run: bool) -> _FilesPruned:
             pruned.seen.add(stem)  # a run file too young for any window: not even opened
             continue
         try:
-            found = read_runs(name)
+            # A trace another instrumentation wrote reads as a run named by its trace id: it is
+            # not spanreplay's, so prune never counts it, rewrites it or deletes it.
+            found = [run for run in read_runs(name) if run.run_id != run.trace_id]
         except TraceFormatError as exc:
             warn(f"kept {name}: {exc}")
             continue
