@@ -147,8 +147,7 @@ def span_to_run(span: SpanRecord) -> RunInfo:
         start_ns=span.start_ns,
         end_ns=span.end_ns,
         service_name=str(span.resource.get(sc.SERVICE_NAME, "")),
-        # isdecimal, not isdigit: int() refuses superscripts; 18 digits keep int() in range.
-        steps=int(steps) if isinstance(steps, (int, str)) and str(steps).isdecimal() and len(str(steps)) < 19 else None,
+        steps=_small_int(steps),
         forked_from=attrs.get(sc.RUN_FORKED_FROM),
         masking=str(attrs[sc.RUN_MASKING]) if sc.RUN_MASKING in attrs else None,
         forked_at=_small_int(attrs.get(sc.RUN_FORKED_AT)),

@@ -36,11 +36,7 @@ class FileSource:
         # One pass over every line: a line without a run id may hold another instrumentation's
         # model calls, which are runs too (spanreplay.foreign). In spanreplay's own files every
         # line holds a run id, so this parses what a filtered pass would.
-        foreign: list[SpanRecord] = []
-        found = summaries(_split(iter_spans(self.source), foreign, tap), tap)
-        found.extend(foreign_summaries(foreign, exclude={r.trace_id for r in found}))
-        found.sort(key=lambda r: (r.start_ns, r.run_id))
-        return found
+        return _runs_of(iter_spans(self.source), tap)
 
     def load(self, run_id: str | None = None) -> EventLog:
         if run_id is None:
@@ -102,11 +98,7 @@ class StdinSource:
 
     def runs(self, tap: SpanTap | None = None) -> list[RunSummary]:
         # Every span is parsed, and those of other instrumentations make runs of their own.
-        foreign: list[SpanRecord] = []
-        found = summaries(_split(iter_spans(STDIN), foreign, tap), tap)
-        found.extend(foreign_summaries(foreign, exclude={r.trace_id for r in found}))
-        found.sort(key=lambda r: (r.start_ns, r.run_id))
-        return found
+        return _runs_of(iter_spans(STDIN), tap)
 
     def load(self, run_id: str | None = None) -> EventLog:
         # Only the wanted run's spans are kept (all runs' when the run is to be picked from them).
@@ -130,3 +122,12 @@ class StdinSource:
             raise not_found(run_id, "stdin", None)
         # Already consumed: no lines left to check for damage.
         return build_log(run_id, by_run[run_id], STDIN, damage=lambda: "")
+
+
+def _runs_of(spans: Iterator[SpanRecord], tap: SpanTap | None) -> list[RunSummary]:
+    """spanreplay's runs in ``spans``, and the traces of other instrumentations' model calls."""
+    foreign: list[SpanRecord] = []
+    found = summaries(_split(spans, foreign, tap), tap)
+    found.extend(foreign_summaries(foreign, exclude={r.trace_id for r in found}))
+    found.sort(key=lambda r: (r.start_ns, r.run_id))
+    return found
