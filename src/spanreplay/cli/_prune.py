@@ -27,6 +27,9 @@ from .._loader import runs as read_runs
 from .._salts import SALT_DIR, salt_path
 from ..errors import TraceFormatError
 from ..readers import expand, read_file
+from ..readers._sources import BOM, GZIP_MAGIC
+from ..readers._zstd import MAGIC as ZSTD_MAGIC
+from ..sources.runlog import RUN_MARKER
 from ._common import BadInput, console, printable, warn
 
 _DURATION: Final = re.compile(r"^\s*(\d{1,6})\s*([smhdw])\s*$")
@@ -259,7 +262,7 @@ def _prune_file(name: str, stem: str, expired: dict[str, _Removal], dry_run: boo
     try:
         before = os.stat(name)
         with open(name, "rb") as stream:
-            if stream.read(4).startswith((_GZIP_MAGIC, _ZSTD_MAGIC)):
+            if stream.read(4).startswith((GZIP_MAGIC, ZSTD_MAGIC)):
                 raise _CannotRewrite("it is compressed, and prune rewrites only uncompressed OTLP/JSON lines")
             stream.seek(0)
             if not dry_run:
@@ -333,7 +336,7 @@ def _leave(name: str, expired: dict[str, _Removal], why: str, pruned: _FilesPrun
 
 
 def _expired_spans(name: str, expired: set[str]) -> int:
-    spans = read_file(name, contains=_RUN_MARKER, explicit=False)
+    spans = read_file(name, contains=RUN_MARKER, explicit=False)
     return sum(1 for span in spans if span.attributes.get(sc.RUN_ID) in expired)
 
 
@@ -358,12 +361,6 @@ def _unchanged_since(name: str, before: os.stat_result) -> None:
         raise _CannotRewrite("it changed while prune read it (something still writes to it); run prune again later")
 
 
-_GZIP_MAGIC: Final = b"\x1f\x8b"
-_ZSTD_MAGIC: Final = b"\x28\xb5\x2f\xfd"
-_BOM: Final = b"\xef\xbb\xbf"
-_RUN_MARKER: Final = sc.RUN_ID.encode()
-
-
 class _Rewrite:
     """Filters OTLP/JSON lines, dropping the spans of the expired runs.
 
@@ -386,11 +383,11 @@ class _Rewrite:
             write(kept)
 
     def _line(self, number: int, line: bytes) -> bytes:
-        bom = _BOM if number == 1 and line.startswith(_BOM) else b""
+        bom = BOM if number == 1 and line.startswith(BOM) else b""
         text = line[len(bom) :]
         if not text.strip():
             return line
-        if _RUN_MARKER not in text:
+        if RUN_MARKER not in text:
             return line
         try:
             doc = orjson.loads(text)

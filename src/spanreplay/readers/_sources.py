@@ -56,8 +56,8 @@ from .documents import FORMATS, classify, document_spans, format_error
 
 STDIN = "-"
 STDIN_NAME = "<stdin>"
-_GZIP_MAGIC = b"\x1f\x8b"
-_BOM = b"\xef\xbb\xbf"
+GZIP_MAGIC = b"\x1f\x8b"
+BOM = b"\xef\xbb\xbf"
 _GLOB_CHARS = frozenset("*?[")
 # The Collector's file rotation (lumberjack): traces.json -> traces-2024-05-01T10-00-00.000.json.
 _ROTATED = r"-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}\.\d{3}"
@@ -218,7 +218,7 @@ def _open(name: str, shown: str, limit: int | None) -> Iterator[tuple[IO[bytes],
             raise TraceFormatError(
                 f"Cannot read {shown}: {exc.strerror or exc}; check that it is a readable file.", source=shown
             ) from None
-        if magic[:2] == _GZIP_MAGIC:
+        if magic[:2] == GZIP_MAGIC:
             with gzip.GzipFile(fileobj=raw, mode="rb") as unzipped:
                 yield capped(unzipped, limit), "gzip"  # type: ignore[arg-type]
         elif magic[:4] == _ZSTD_MAGIC:
@@ -273,7 +273,7 @@ def _read(
     if _records.looks_like_records(raw_head):
         yield from _read_records(name, stream, contains)
         return
-    head = raw_head.removeprefix(_BOM).lstrip()
+    head = raw_head.removeprefix(BOM).lstrip()
     if head and head[:1] not in b"{[":
         first, lineno, at = head, 1, 0  # not JSON: no need to read what may be one long binary "line"
     else:
@@ -337,7 +337,7 @@ def _first_line(stream: IO[bytes], limit: int | None) -> tuple[bytes | None, int
         lineno += 1
         if limit is not None and len(line) > limit:
             raise LineTooLong(limit, lineno=lineno)
-        stripped = line.removeprefix(_BOM) if lineno == 1 else line
+        stripped = line.removeprefix(BOM) if lineno == 1 else line
         stripped = stripped.lstrip()
         if stripped:
             return stripped, lineno, offset + len(line) - len(stripped)
