@@ -19,6 +19,7 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 from . import _semconv as sc
 from . import _typed
 from ._alerts import run_failed
+from ._boundary_spans import BoundarySpan, BoundarySpans, checked
 from ._calls import Call
 from ._config import Settings, masker, settings
 from ._error_records import error_record
@@ -98,6 +99,8 @@ class RecordingRun(Run):
         self._strict = False
         self._failed = False  # an internal failure was logged: log later ones quietly
         self._tracer: trace.Tracer = trace.NoOpTracer()
+        # Boundary spans without the SDK's per-attribute checks, where the tracer allows it.
+        self._spans: BoundarySpans | None = None
         self._config: Settings | None = None
         # Masking runs on every payload before the codec sees it; one session per run
         # remembers what it masked.
@@ -115,6 +118,7 @@ class RecordingRun(Run):
             config = self._config = settings()
             self._strict = config.raise_internal_errors
             self._tracer = config.tracer
+            self._spans = BoundarySpans.for_tracer(self._tracer)
             if config.masker is not None and config.masker.enabled:
                 self._masking = config.masker.session()
                 self._checks = InputChecks.start(config.masker, config.trace_dir, self.run_id)
@@ -135,6 +139,7 @@ class RecordingRun(Run):
         except Exception:
             # Without a tracer the boundaries still run their real work, unrecorded.
             self._tracer = trace.NoOpTracer()
+            self._spans = None
             self.internal_failure("start the run span")
         self.root.context = ctx
         self._activate(ctx)
@@ -297,6 +302,9 @@ class RecordingRun(Run):
             # and losing a GenAI attribute is better than losing the replay payload.
             # Copying the boundary's attributes keeps their order; the seq and call id
             # then fill the slots held for them.
+            spans = self._spans
+            if extra and spans is not None:
+                extra = checked(extra)  # then the whole dict is values the SDK would keep as they are
             attributes: dict[str, Any] = {**extra, **constant} if extra else constant.copy()
             attributes[sc.SEQ] = seq
             attributes[sc.CALL_ID] = call_id
@@ -311,12 +319,10 @@ class RecordingRun(Run):
                     self._checks = None  # the salt could not be written: replay compares by kind
             if extra:  # the only way message content gets here
                 self.mask_content(kind, key, attributes)
-            span = self._tracer.start_span(
-                name,
-                context=scope.context,
-                kind=span_kind,
-                attributes=attributes,
-            )
+            if spans is not None:
+                span = spans.start(name, scope.context, span_kind, attributes)
+            else:
+                span = self._tracer.start_span(name, context=scope.context, kind=span_kind, attributes=attributes)
             return span, Scope(self, call_id, trace.set_span_in_context(span))
         except Exception:
             self.internal_failure(f"start the span of {kind} {key!r}")
@@ -390,7 +396,10 @@ class RecordingRun(Run):
                 add_payload(attributes, sc.OUTPUT_TYPES, types.encode())
             if exc is not None:
                 attributes[sc.ERROR_TYPE] = self._names(type(exc).__qualname__)
-            span.set_attributes(attributes)
+            if type(span) is BoundarySpan:
+                span.set_own(attributes)
+            else:
+                span.set_attributes(attributes)
             if exc is not None:
                 span.set_status(Status(StatusCode.ERROR, attributes[sc.ERROR_TYPE]))
             span.end()

@@ -1,0 +1,273 @@
+"""Boundary spans started without the SDK's per-attribute checks on what spanreplay wrote.
+
+A boundary's span starts with a dozen attributes spanreplay built itself (the run
+id, the seq, the call id, the payloads as text) and ends with a few more. The
+SDK's ``Span`` checks and copies each of them, one by one under a lock, and on
+ending copies the whole span into a new ``ReadableSpan``: on a 1 KB tool call
+that is most of what the span costs. ``BoundarySpan`` is the same span as the
+SDK's own (a ``ReadableSpan`` with the ``opentelemetry.trace.Span`` methods), its
+processors called as the SDK calls them, on start and on end, so every exporter
+and processor sees what it always saw. What it leaves out is the check of values
+that cannot fail: the attributes spanreplay writes are plain ``str``, ``int`` and
+``bool``. Anything anyone else hands it (another instrumentation's attributes,
+``set_attribute`` from the agent's code, events, links) goes through the SDK's
+own ``BoundedAttributes``, as on an SDK span.
+
+``BoundarySpans.for_tracer`` takes this path only for the SDK's own ``Tracer``,
+and only where the SDK would not change the span's attributes: no attribute
+length limit, and the SDK's internal span metrics off. Any other tracer, or an
+SDK whose tracer no longer holds what is read here, gets ``start_span`` as before.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import traceback
+from collections.abc import Mapping
+from time import time_ns
+from types import TracebackType
+from typing import Any, Final
+
+from opentelemetry import trace as trace_api
+from opentelemetry.attributes import BoundedAttributes
+from opentelemetry.context import Context
+from opentelemetry.sdk.trace import Event, ReadableSpan, SpanLimits, SpanProcessor, Tracer, sampling
+from opentelemetry.sdk.trace.sampling import Decision
+from opentelemetry.sdk.util import BoundedList
+from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags, TraceState
+from opentelemetry.util import types
+
+logger = logging.getLogger("spanreplay")
+
+__all__ = ["BoundarySpan", "BoundarySpans"]
+
+_UNSET: Final = Status(StatusCode.UNSET)
+_SAMPLED: Final = TraceFlags(TraceFlags.SAMPLED)
+_NOT_SAMPLED: Final = TraceFlags(TraceFlags.DEFAULT)
+# The W3C "random trace id" flag, in SDKs that know it.
+_RANDOM: Final[int] = getattr(TraceFlags, "RANDOM_TRACE_ID", 0)
+_SDK_METRICS: Final = "OTEL_PYTHON_SDK_INTERNAL_METRICS_ENABLED"
+
+
+class BoundarySpan(trace_api.Span, ReadableSpan):
+    """A boundary's span: the SDK's ``ReadableSpan``, recording until ``end()``."""
+
+    def __init__(
+        self,
+        name: str,
+        context: SpanContext,
+        parent: SpanContext,
+        kind: SpanKind,
+        attributes: dict[str, Any],
+        spans: BoundarySpans,
+    ) -> None:
+        ReadableSpan.__init__(
+            self,
+            name,
+            context,
+            parent,
+            spans.resource,
+            attributes,
+            kind=kind,
+            instrumentation_scope=spans.scope,
+            start_time=time_ns(),
+        )
+        self._spans = spans
+        self._dropped = 0
+        spans.trim(self)
+
+    # -- what spanreplay itself sets ---------------------------------------------------
+
+    def set_own(self, attributes: Mapping[str, Any]) -> None:
+        """Attributes spanreplay built: ``str``, ``int``, ``bool`` and tuples of ``str``."""
+        if self._end_time is None:
+            self._attributes.update(attributes)  # type: ignore[union-attr]
+
+    @property
+    def dropped_attributes(self) -> int:
+        return self._dropped
+
+    # -- opentelemetry.trace.Span ----------------------------------------------------
+
+    def get_span_context(self) -> SpanContext:
+        return self._context  # type: ignore[return-value]
+
+    def is_recording(self) -> bool:
+        return self._end_time is None
+
+    def set_attributes(self, attributes: Mapping[str, types.AttributeValue]) -> None:
+        if self._ended("set attributes"):
+            return
+        checked = BoundedAttributes(None, attributes, immutable=True)
+        self._attributes.update(checked)  # type: ignore[union-attr]
+        self._spans.trim(self)
+
+    def set_attribute(self, key: str, value: types.AttributeValue) -> None:
+        self.set_attributes({key: value})
+
+    def add_event(self, name: str, attributes: types.Attributes = None, timestamp: int | None = None) -> None:
+        if self._ended("add an event"):
+            return
+        limits = self._spans.limits
+        if not isinstance(self._events, BoundedList):
+            self._events = BoundedList(limits.max_events)
+        checked = BoundedAttributes(
+            limits.max_event_attributes, attributes, immutable=True, max_value_len=limits.max_attribute_length
+        )
+        self._events.append(Event(name, checked, timestamp))
+
+    def add_link(self, context: SpanContext, attributes: types.Attributes = None) -> None:
+        if self._ended("add a link"):
+            return
+        # As the SDK: a link to an invalid context is kept only with attributes or a trace state.
+        if not (context and (context.is_valid or attributes or context.trace_state)):
+            return
+        limits = self._spans.limits
+        if not isinstance(self._links, BoundedList):
+            self._links = BoundedList(limits.max_links)
+        checked = BoundedAttributes(
+            limits.max_link_attributes, attributes, immutable=True, max_value_len=limits.max_attribute_length
+        )
+        self._links.append(Link(context, checked))
+
+    def update_name(self, name: str) -> None:
+        if not self._ended("update the name"):
+            self._name = name
+
+    def set_status(self, status: Status | StatusCode, description: str | None = None) -> None:
+        # As the SDK: OK is final, and UNSET changes nothing.
+        if self._status.status_code is StatusCode.OK:
+            return
+        if isinstance(status, Status):
+            if status.status_code is not StatusCode.UNSET:
+                self._status = status
+        elif status is not StatusCode.UNSET:
+            self._status = Status(status, description)
+
+    def record_exception(
+        self,
+        exception: BaseException,
+        attributes: types.Attributes = None,
+        timestamp: int | None = None,
+        escaped: bool = False,
+    ) -> None:
+        module = type(exception).__module__
+        qualname = type(exception).__qualname__
+        recorded: dict[str, Any] = {
+            "exception.type": f"{module}.{qualname}" if module and module != "builtins" else qualname,
+            "exception.message": str(exception),
+            "exception.stacktrace": "".join(traceback.format_exception(exception)),
+            "exception.escaped": str(escaped),
+        }
+        if attributes:
+            recorded.update(attributes)
+        self.add_event("exception", recorded, timestamp)
+
+    def end(self, end_time: int | None = None) -> None:
+        if self._end_time is not None:
+            logger.warning("Calling end() on an ended span.")
+            return
+        self._end_time = end_time if end_time is not None else time_ns()
+        self._spans.trim(self)
+        self._spans.ended(self)
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc_val: BaseException | None, exc_tb: TracebackType | None
+    ) -> None:
+        if exc_val is not None and self.is_recording():
+            self.record_exception(exc_val, escaped=True)
+            self.set_status(Status(StatusCode.ERROR, f"{type(exc_val).__name__}: {exc_val}"))
+        super().__exit__(exc_type, exc_val, exc_tb)
+
+    def _ended(self, what: str) -> bool:
+        if self._end_time is None:
+            return False
+        logger.warning("Tried to %s on an ended span.", what)
+        return True
+
+
+class BoundarySpans:
+    """Starts boundary spans for one SDK ``Tracer`` as its ``start_span`` would."""
+
+    def __init__(self, tracer: Tracer, limits: SpanLimits, scope: InstrumentationScope) -> None:
+        self.tracer = tracer
+        self.limits = limits
+        self.scope = scope
+        self.resource = tracer.resource
+        self._sampler = tracer.sampler
+        # The SDK's default sampler, and always-on, decide a span with a parent in this
+        # process without looking at it: sampled as its parent (always), its trace state.
+        self._as_parent = self._sampler is sampling.DEFAULT_ON
+        self._always = self._sampler is sampling.ALWAYS_ON
+        self._ids = tracer.id_generator
+        self._processor: SpanProcessor = tracer.span_processor
+        self._ending = getattr(self._processor, "_on_ending", None)
+        self._max_attributes = limits.max_span_attributes
+
+    @classmethod
+    def for_tracer(cls, tracer: trace_api.Tracer) -> BoundarySpans | None:
+        """The starter for ``tracer``, or None where its own ``start_span`` must be used."""
+        if type(tracer) is not Tracer:
+            return None
+        limits = getattr(tracer, "_span_limits", None)
+        scope = getattr(tracer, "_instrumentation_scope", None)
+        enabled = getattr(tracer, "_is_enabled", None)
+        if (
+            not isinstance(limits, SpanLimits)
+            or limits.max_span_attribute_length is not None
+            or not isinstance(scope, InstrumentationScope)
+            or (enabled is not None and not enabled())
+            or os.environ.get(_SDK_METRICS, "").strip().lower() == "true"
+        ):
+            return None
+        return cls(tracer, limits, scope)
+
+    def start(self, name: str, context: Context | None, kind: SpanKind, attributes: dict[str, Any]) -> trace_api.Span:
+        """A span under the one current in ``context``, starting with ``attributes`` (not copied)."""
+        parent = trace_api.get_current_span(context).get_span_context()
+        if not parent.is_valid:
+            # A new trace: rare for a boundary, left to the SDK.
+            return self.tracer.start_span(name, context, kind, attributes)
+        if self._always or self._as_parent:
+            sampled = recording = self._always or parent.trace_flags.sampled
+            state: TraceState | None = parent.trace_state
+        else:
+            result = self._sampler.should_sample(context, parent.trace_id, name, kind, attributes, ())
+            decision = result.decision
+            sampled = decision is Decision.RECORD_AND_SAMPLE
+            recording = sampled or decision is Decision.RECORD_ONLY
+            state = result.trace_state
+            if recording and len(result.attributes) != len(attributes):
+                # A sampler that adds attributes: checked as anyone else's.
+                attributes.update(BoundedAttributes(None, result.attributes, immutable=True))
+        flags = _SAMPLED if sampled else _NOT_SAMPLED
+        if _RANDOM and parent.trace_flags & _RANDOM:
+            flags = TraceFlags(flags | _RANDOM)
+        own = SpanContext(parent.trace_id, self._ids.generate_span_id(), False, flags, state)
+        if not recording:
+            return trace_api.NonRecordingSpan(own)
+        span = BoundarySpan(name, own, parent, kind, attributes, self)
+        self._processor.on_start(span, parent_context=context)  # type: ignore[arg-type]
+        return span
+
+    def ended(self, span: BoundarySpan) -> None:
+        if self._ending is not None:
+            self._ending(span)
+        self._processor.on_end(span)
+
+    def trim(self, span: BoundarySpan) -> None:
+        """Past the count limit, drop the oldest attributes, as ``BoundedAttributes`` does."""
+        attributes: dict[str, Any] = span._attributes  # type: ignore[assignment]
+        limit = self._max_attributes
+        if limit is None or len(attributes) <= limit:
+            return
+        for key in list(attributes)[: len(attributes) - limit]:
+            del attributes[key]
+            span._dropped += 1
+
+
+def checked(attributes: Mapping[str, Any]) -> dict[str, Any]:
+    """Attributes from outside spanreplay, checked and converted as the SDK does."""
+    return dict(BoundedAttributes(None, attributes, immutable=True))
