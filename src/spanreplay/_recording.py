@@ -27,16 +27,8 @@ from ._input_refs import InputHistory
 from ._keep import settle_run
 from ._masked_checks import InputChecks
 from ._payloads import add_payload, encode_input, encode_output
-from ._runs import (
-    Decoder,
-    Mode,
-    Run,
-    Scope,
-    current_scope_var,
-)
-from .errors import (
-    ConfigurationError,
-)
+from ._runs import Decoder, Mode, Run, Scope, current_scope_var
+from .errors import ConfigurationError
 from .masking import MaskingSession
 from .masking._names import NameMasker, masked_keys
 
