@@ -369,6 +369,50 @@ def test_a_batched_writer_that_falls_behind_holds_the_agent_at_two_batches_and_e
     assert (processor.stats.late, processor.stats.dropped) == (0, 0)
 
 
+def test_agent_threads_held_back_together_all_go_on_once_the_writer_catches_up(
+    pg_dsn: str, tmp_path: Path, provider: TracerProvider
+) -> None:
+    import psycopg
+
+    from spanreplay.postgres import PostgresSpanProcessor
+
+    directory = tmp_path / "traces"
+    processor = PostgresSpanProcessor(
+        pg_dsn, batch=True, batch_size=5, flush_interval=0.01, timeout=120, postgres_wait=120
+    )
+    spanreplay.configure(trace_dir=directory, tracer_provider=provider, raise_internal_errors=True, postgres=processor)
+    agents, steps = 4, 25
+    run_ids: list[str] = []
+
+    def agent(n: int) -> None:
+        with spanreplay.record(agent=f"behind-{n}") as run:
+            run_ids.append(run.run_id)
+            for i in range(steps):
+                spanreplay.boundary("tool", "step", {"n": n, "i": i}, lambda i=i: i)
+
+    blocker = psycopg.connect(pg_dsn)
+    threads = [threading.Thread(target=agent, args=(n,)) for n in range(agents)]
+    try:
+        blocker.execute("LOCK TABLE agent_steps IN ACCESS EXCLUSIVE MODE")
+        for thread in threads:
+            thread.start()
+        # Every thread ends up held: each adds at most the one row its held boundary queued.
+        assert until(lambda: processor.stats.held >= agents), "the agent threads were not all held back"
+        assert processor.pending <= processor.high_water + agents
+        assert all(thread.is_alive() for thread in threads)
+    finally:
+        blocker.rollback()
+        blocker.close()
+        for thread in threads:
+            thread.join(120)
+    assert not any(thread.is_alive() for thread in threads)
+    assert processor.force_flush(30_000)
+    assert query(pg_dsn, "SELECT count(*) FROM agent_steps") == [(agents * steps,)]
+    for run_id in run_ids:
+        assert spanreplay.load(pg_dsn, run_id) == spanreplay.load(directory, run_id)
+    assert (processor.stats.late, processor.stats.dropped) == (0, 0)
+
+
 def test_a_batched_boundary_waits_for_the_writer_at_most_postgres_wait_and_keeps_its_row_queued(
     pg_dsn: str, tmp_path: Path, provider: TracerProvider, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -117,7 +117,11 @@ class PostgresSpanProcessor(SpanProcessor):
 
     def _init_state(self) -> None:
         self._pid = os.getpid()
-        self._cond = threading.Condition(threading.Lock())
+        lock = threading.Lock()
+        self._cond = threading.Condition(lock)
+        # Boundaries a batched writer holds back wait here, woken when the backlog shrinks
+        # or waiting stops helping, not by every row another thread queues.
+        self._room = threading.Condition(lock)
         self._pending: deque[Write] = deque()
         self._in_flight = 0
         self._taken_at = 0.0  # when the writer took the rows in flight
@@ -260,18 +264,14 @@ class PostgresSpanProcessor(SpanProcessor):
             self._holding += 1
             self._cond.notify_all()  # a batch is due now, whatever the interval
             try:
-                while self._behind_writer():
-                    left = deadline - time.monotonic()
-                    if left <= 0:
-                        self.stats.late += 1
-                        first = not self._warned_late
-                        self._warned_late = True
-                        break
-                    self._cond.wait(left)
-                else:
-                    return
+                while self._behind_writer() and (left := deadline - time.monotonic()) > 0:
+                    self._room.wait(left)
             finally:
                 self._holding -= 1
+            if not self._behind_writer():
+                return
+            self.stats.late += 1
+            first, self._warned_late = not self._warned_late, True
         if first:
             logger.warning(notices.BEHIND, self._where, self.postgres_wait, self.pending)
 
@@ -408,6 +408,7 @@ class PostgresSpanProcessor(SpanProcessor):
                     if len(self._pending) < self.max_pending // 2:
                         self._reported_full = False
                     self._cond.notify_all()
+                    self._room.notify_all()
 
     def _next_batch(self) -> list[Write] | None:
         """Wait (holding the lock) until a batch is due; None when closing with nothing left."""
@@ -471,6 +472,7 @@ class PostgresSpanProcessor(SpanProcessor):
             self._close_deadline = time.monotonic() + self.timeout * 2
             thread = self._thread
             self._cond.notify_all()
+            self._room.notify_all()
         if thread is not None:
             thread.join(self.timeout * 3)
         with self._cond:
