@@ -14,7 +14,10 @@ invocation, each phase's agents released together once all are set up:
   (``_otlp_counter.py``, in its own process, counting the spans it parses).
 
 Then one more agent records a single run of ``--memory-steps`` boundaries
-(10,000) alone, the constant-memory check.
+(10,000) alone, the constant-memory check. ``--slow-insert MS`` makes the server
+take MS milliseconds per ``agent_steps`` row (a ``pg_sleep`` trigger in the
+scratch schema), as a server under load does: the batched writer then commits
+more slowly than an agent makes rows.
 
 Reported: per-boundary p50/p99 of both phases (all agents' boundaries pooled),
 their difference and ratio; the RSS growth per 1,000 boundaries (VmRSS read
@@ -29,7 +32,7 @@ prefix unique to the invocation. Past ``--timeout`` seconds the agents still
 running are killed and the report says how many.
 
     python benchmarks/bench_soak.py [--quick] [--json] [--agents N] [--steps M] [--run-steps K]
-        [--memory-steps S] [--postgres step|batch|off] [--timeout SECONDS]
+        [--memory-steps S] [--postgres step|batch|off] [--slow-insert MS] [--timeout SECONDS]
 """
 
 from __future__ import annotations
@@ -75,6 +78,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         choices=("step", "batch", "off"),
         default="step",
         help="Postgres rows committed per step (the default), in batches, or not written",
+    )
+    parser.add_argument(
+        "--slow-insert", type=float, default=0.0, help="milliseconds the server spends on each agent_steps row"
     )
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds before running agents are killed")
     args = parser.parse_args(argv)
@@ -217,6 +223,15 @@ def measure(args: argparse.Namespace) -> list[Figure]:
     receiver = Receiver()
     try:
         upgrade(dsn)
+        if args.slow_insert > 0:
+            with psycopg.connect(dsn, autocommit=True) as conn:
+                conn.execute(
+                    "CREATE FUNCTION slow_insert() RETURNS trigger LANGUAGE plpgsql AS "
+                    f"$$ BEGIN PERFORM pg_sleep({args.slow_insert / 1000:g}); RETURN NEW; END $$"
+                )
+                conn.execute(
+                    "CREATE TRIGGER slow BEFORE INSERT ON agent_steps FOR EACH ROW EXECUTE FUNCTION slow_insert()"
+                )
         env = agent_env(receiver)
         trace_dir = workdir / "traces"
 
@@ -304,7 +319,8 @@ def figures(
                     f"{label} per boundary, recording",
                     a,
                     "us",
-                    note=f"{len(lat_rec):,} boundaries; Postgres: {args.postgres}",
+                    note=f"{len(lat_rec):,} boundaries; Postgres: {args.postgres}"
+                    + (f", {args.slow_insert:g} ms per row" if args.slow_insert else ""),
                 )
             )
             out.append(Figure(NAME, f"{label} overhead per boundary", a - b, "us", note=f"ratio {a / b:,.0f}x"))
@@ -353,7 +369,8 @@ def figures(
                 "KB",
                 goal=f"<= {FLAT_KB:g} KB",
                 met=slope <= FLAT_KB,
-                note=f"after a warm-up of {warmup:,}; RSS {first / 1024:.0f} -> {last / 1024:.0f} MB",
+                note=f"after a warm-up of {warmup:,}; RSS {first / 1024:.0f} -> {last / 1024:.0f} MB; "
+                f"{r['steps'] / (r['wall_ns'] / 1e9):,.0f} boundaries/s, flush {r.get('flush_ns', 0) / 1e9:.2f} s",
             )
         )
     otlp_dropped = sum(r["otlp"]["dropped"] for r in rec_done if r.get("otlp"))

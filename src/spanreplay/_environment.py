@@ -36,7 +36,8 @@ VARIABLES: Final[Mapping[str, str]] = {
     "SPANREPLAY_INPUT_REFS": "`0`, `false`, `no` or `off`: write every model input whole, not as a reference.",
     "SPANREPLAY_POSTGRES_DSN": "Also write every step to Postgres (`postgresql://...`).",
     "SPANREPLAY_POSTGRES_MODE": "`batch`: commit Postgres rows in batches rather than per step.",
-    "SPANREPLAY_POSTGRES_WAIT": "Most seconds a boundary waits for its Postgres row (default `0.2`; `0`: never).",
+    "SPANREPLAY_POSTGRES_WAIT": "Most seconds a boundary waits for its Postgres row, or for a batched writer that "
+    "fell behind (default `0.2`; `0`: never).",
     "SPANREPLAY_KEEP_OK": "The share of successful runs kept once they end, 0 to 1, picked by a hash of the run "
     "id (`configure(keep_ok=)`); the others' trace files and Postgres rows are removed. Failed and crashed runs are "
     "always kept (default: every run).",

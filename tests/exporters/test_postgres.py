@@ -310,6 +310,166 @@ def test_batched_mode_writes_what_is_queued_when_the_provider_shuts_down(tmp_pat
     ]
 
 
+def until(condition: Any, seconds: float = 60) -> bool:
+    """Whether ``condition()`` came true within ``seconds`` (a bound for a stuck test, not a measure)."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+def test_a_batched_writer_that_falls_behind_holds_the_agent_at_two_batches_and_every_row_lands(
+    pg_dsn: str, tmp_path: Path, provider: TracerProvider
+) -> None:
+    import psycopg
+
+    from spanreplay.postgres import PostgresSpanProcessor
+
+    directory = tmp_path / "traces"
+    # The writer's own bounds and the boundary's wait far off: only the lock below holds the writer.
+    processor = PostgresSpanProcessor(
+        pg_dsn, batch=True, batch_size=5, flush_interval=0.01, timeout=120, postgres_wait=120
+    )
+    assert processor.high_water == 10
+    spanreplay.configure(trace_dir=directory, tracer_provider=provider, raise_internal_errors=True, postgres=processor)
+    done: list[int] = []
+    run_ids: list[str] = []
+
+    def agent() -> None:
+        with spanreplay.record(agent="behind") as run:
+            run_ids.append(run.run_id)
+            for i in range(40):
+                spanreplay.boundary("tool", "step", {"i": i}, lambda i=i: {"i": i, "pad": "x" * 1000})
+                done.append(i)
+
+    blocker = psycopg.connect(pg_dsn)
+    thread = threading.Thread(target=agent)
+    try:
+        # Another session holds the table: the writer's inserts wait, as behind a server under load.
+        blocker.execute("LOCK TABLE agent_steps IN ACCESS EXCLUSIVE MODE")
+        thread.start()
+        assert until(lambda: processor.stats.held >= 1), "the agent was never held back"
+        # No step row can be committed, so the agent stops where the backlog passed high_water:
+        # the boundary whose row made it high_water + 1 has not returned.
+        assert processor.pending <= processor.high_water + 1
+        assert len(done) <= processor.high_water
+        assert thread.is_alive()
+    finally:
+        blocker.rollback()  # the writer catches up
+        blocker.close()
+        thread.join(120)
+    assert not thread.is_alive()
+    assert len(done) == 40
+    assert processor.force_flush(30_000)
+    (run_id,) = run_ids
+    assert query(pg_dsn, "SELECT count(*) FROM agent_steps WHERE run_id = %s", (run_id,)) == [(40,)]
+    assert spanreplay.load(pg_dsn, run_id) == spanreplay.load(directory, run_id)
+    assert (processor.stats.late, processor.stats.dropped) == (0, 0)
+
+
+def test_agent_threads_held_back_together_all_go_on_once_the_writer_catches_up(
+    pg_dsn: str, tmp_path: Path, provider: TracerProvider
+) -> None:
+    import psycopg
+
+    from spanreplay.postgres import PostgresSpanProcessor
+
+    directory = tmp_path / "traces"
+    processor = PostgresSpanProcessor(
+        pg_dsn, batch=True, batch_size=5, flush_interval=0.01, timeout=120, postgres_wait=120
+    )
+    spanreplay.configure(trace_dir=directory, tracer_provider=provider, raise_internal_errors=True, postgres=processor)
+    agents, steps = 4, 25
+    run_ids: list[str] = []
+
+    def agent(n: int) -> None:
+        with spanreplay.record(agent=f"behind-{n}") as run:
+            run_ids.append(run.run_id)
+            for i in range(steps):
+                spanreplay.boundary("tool", "step", {"n": n, "i": i}, lambda i=i: i)
+
+    blocker = psycopg.connect(pg_dsn)
+    threads = [threading.Thread(target=agent, args=(n,)) for n in range(agents)]
+    try:
+        blocker.execute("LOCK TABLE agent_steps IN ACCESS EXCLUSIVE MODE")
+        for thread in threads:
+            thread.start()
+        # Every thread ends up held: each adds at most the one row its held boundary queued.
+        assert until(lambda: processor.stats.held >= agents), "the agent threads were not all held back"
+        assert processor.pending <= processor.high_water + agents
+        assert all(thread.is_alive() for thread in threads)
+    finally:
+        blocker.rollback()
+        blocker.close()
+        for thread in threads:
+            thread.join(120)
+    assert not any(thread.is_alive() for thread in threads)
+    assert processor.force_flush(30_000)
+    assert query(pg_dsn, "SELECT count(*) FROM agent_steps") == [(agents * steps,)]
+    for run_id in run_ids:
+        assert spanreplay.load(pg_dsn, run_id) == spanreplay.load(directory, run_id)
+    assert (processor.stats.late, processor.stats.dropped) == (0, 0)
+
+
+def test_a_batched_boundary_waits_for_the_writer_at_most_postgres_wait_and_keeps_its_row_queued(
+    pg_dsn: str, tmp_path: Path, provider: TracerProvider, caplog: pytest.LogCaptureFixture
+) -> None:
+    import psycopg
+
+    from spanreplay.postgres import PostgresSpanProcessor
+
+    directory = tmp_path / "traces"
+    processor = PostgresSpanProcessor(
+        pg_dsn, batch=True, batch_size=5, flush_interval=0.01, timeout=120, postgres_wait=0.01
+    )
+    spanreplay.configure(trace_dir=directory, tracer_provider=provider, raise_internal_errors=True, postgres=processor)
+    caplog.set_level(logging.WARNING, logger="spanreplay")
+    blocker = psycopg.connect(pg_dsn)
+    try:
+        blocker.execute("LOCK TABLE agent_steps IN ACCESS EXCLUSIVE MODE")
+        with spanreplay.record(agent="late") as run:
+            for i in range(30):
+                spanreplay.boundary("tool", "step", {"i": i}, lambda i=i: i)
+        # Every boundary over high_water waited in vain and returned; its row is still queued, not dropped.
+        assert processor.stats.late >= 30 - processor.high_water
+        assert processor.pending >= 30
+    finally:
+        blocker.rollback()
+        blocker.close()
+    assert processor.force_flush(30_000)
+    assert spanreplay.load(pg_dsn, run.run_id) == spanreplay.load(directory, run.run_id)
+    assert processor.stats.dropped == 0
+    logged = [r.getMessage() for r in caplog.records if r.name == "spanreplay" and r.levelno >= logging.WARNING]
+    assert len([m for m in logged if "more slowly than the agent" in m]) == 1
+
+
+def test_a_held_boundary_makes_a_batch_due_before_its_interval(
+    pg_dsn: str, tmp_path: Path, provider: TracerProvider
+) -> None:
+    from spanreplay.postgres import PostgresSpanProcessor
+
+    # An hour's interval and batches larger than the backlog may grow: only a held boundary makes one due.
+    processor = PostgresSpanProcessor(
+        pg_dsn, batch=True, batch_size=100, flush_interval=3600, max_pending=10, postgres_wait=20
+    )
+    assert processor.high_water == 5
+    spanreplay.configure(
+        trace_dir=tmp_path / "traces", tracer_provider=provider, raise_internal_errors=True, postgres=processor
+    )
+    with spanreplay.record(agent="due"):
+        for i in range(7):
+            spanreplay.boundary("tool", "step", {"i": i}, lambda i=i: i)
+        assert processor.pending <= processor.high_water
+        # Committed with no flush, no full batch and the interval far off.
+        assert query(pg_dsn, "SELECT count(*) FROM agent_steps")[0][0] >= 1
+    assert processor.stats.held >= 1
+    assert (processor.stats.late, processor.stats.dropped) == (0, 0)
+    assert processor.force_flush(30_000)
+    assert query(pg_dsn, "SELECT count(*) FROM agent_steps") == [(7,)]
+
+
 def test_the_environment_variable_turns_the_exporter_on(
     pg_dsn: str, tmp_path: Path, provider: TracerProvider, monkeypatch: pytest.MonkeyPatch
 ) -> None:

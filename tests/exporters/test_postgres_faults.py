@@ -88,6 +88,37 @@ def test_a_frozen_server_holds_a_boundary_at_most_postgres_wait_and_gets_the_row
     assert "SPANREPLAY_POSTGRES_WAIT" in logged[0]
 
 
+def test_a_frozen_server_holds_a_batched_agent_back_only_until_the_commit_outlasts_the_timeout(
+    cluster: Cluster, tmp_path: Path, provider: TracerProvider
+) -> None:
+    directory = tmp_path / "traces"
+    processor = processor_for(
+        cluster.dsn, directory, provider, batch=True, batch_size=5, flush_interval=0.01, timeout=1.0
+    )
+    steps = 60
+    with spanreplay.record(agent="frozen-batch") as run:
+        timed_boundary(0)
+        assert processor.force_flush(10_000)
+        cluster.freeze()
+        safety = threading.Timer(30, cluster.thaw)
+        safety.start()
+        try:
+            for i in range(1, steps + 1):
+                timed_boundary(i)
+            late, pending = processor.stats.late, processor.pending
+        finally:
+            safety.cancel()
+            cluster.thaw()
+    # Past high_water each boundary waits for the writer, but once its commit has been under way
+    # longer than timeout the server counts as frozen and none waits: each wait in vain takes
+    # postgres_wait, so at most timeout / postgres_wait of them fit before that.
+    assert late <= processor.timeout / WAIT + 1
+    assert pending >= steps  # every row of the freeze still queued, none dropped
+    assert processor.force_flush(30_000)
+    assert spanreplay.load(cluster.dsn, run.run_id) == spanreplay.load(directory, run.run_id)
+    assert processor.stats.dropped == 0
+
+
 def test_a_slow_server_does_not_hold_every_boundary_for_its_insert(
     cluster: Cluster, tmp_path: Path, provider: TracerProvider
 ) -> None:

@@ -7,7 +7,8 @@ agent runs, reading runs back (a source of ``spanreplay.sources``), importing tr
 - ``source``: ``load()`` and ``runs()`` from a DSN;
 - ``backfill``: trace files into the tables (``spanreplay export``);
 - ``retention``: deleting old runs (``spanreplay prune``);
-- ``connect``: connections, and the errors that name the database and the fix.
+- ``connect``: connections, and the errors that name the database and the fix;
+- ``notices``: what the writer logs about its rows, each sentence with the fix.
 """
 
 try:

@@ -10,7 +10,9 @@ Two modes:
   work runs.
 - batched: rows are queued and a background thread commits them together every
   ``flush_interval`` seconds or ``batch_size`` rows; far less work per step, but
-  a crash loses what was still queued (the trace file keeps it).
+  a crash loses what was still queued (the trace file keeps it). A writer slower
+  than the agent holds the boundaries back (each at most ``postgres_wait``) once
+  two batches wait, so a long run records in constant memory.
 
 In both modes only the background writer thread talks to the database: a
 server that is frozen, slow or unreachable can block that thread, never the
@@ -42,7 +44,7 @@ from psycopg_pool import ConnectionPool
 from .. import _semconv as sc
 from .._spans import SpanRecord, from_sdk_span
 from ..exporters._foreign import guarded
-from . import rows
+from . import notices, rows
 from .connect import check_commit, check_dsn, connect_kwargs, describe, failure, first_line, session_settings
 from .writes import DELETE, POOL_NAME, REFUSALS, RUN, STEP, PostgresExportStats, QuietPoolFilter, Write, commit
 
@@ -60,14 +62,16 @@ class PostgresSpanProcessor(SpanProcessor):
         dsn: ``postgresql://user@host:port/db``; the tables must exist
             (``spanreplay db upgrade DSN``).
         batch: commit rows in batches every ``flush_interval`` instead of as each
-            step completes; boundaries never wait for their row.
+            step completes; boundaries do not wait for their row, only for a
+            writer that fell behind (more than two batches of rows wait).
         batch_size: most rows per batch commit.
         flush_interval: longest a row waits in batched mode, in seconds.
         timeout: bound on each connect, statement and lock wait of the writer
             thread, in seconds.
         postgres_wait: longest a boundary waits for its row to be committed (per
-            step mode), in seconds; past it the boundary returns and the row stays
-            queued. 0 never waits: rows are written in the background as they come.
+            step mode), or for a batched writer to catch up, in seconds; past it the
+            boundary returns and the row stays queued. 0 never waits: rows are
+            written in the background as they come, however many pile up.
             ``SPANREPLAY_POSTGRES_WAIT`` sets it for a DSN given to ``configure()``.
         max_pending: most rows held for retry or batching; past it rows are
             dropped (and counted) rather than growing memory without bound.
@@ -102,6 +106,9 @@ class PostgresSpanProcessor(SpanProcessor):
         self.max_pending = max_pending
         self.pool_size = pool_size
         self.postgres_wait = postgres_wait
+        # Batched: past this many rows not yet committed, boundaries wait for the writer.
+        # Two batches: the writer commits one while the next fills.
+        self.high_water = max(1, min(2 * batch_size, max_pending // 2))
         self.stats = PostgresExportStats()
         # configure() silences a processor it replaces (an SDK provider cannot drop one).
         self.enabled = True
@@ -110,9 +117,15 @@ class PostgresSpanProcessor(SpanProcessor):
 
     def _init_state(self) -> None:
         self._pid = os.getpid()
-        self._cond = threading.Condition(threading.Lock())
+        lock = threading.Lock()
+        self._cond = threading.Condition(lock)
+        # Boundaries a batched writer holds back wait here, woken when the backlog shrinks
+        # or waiting stops helping, not by every row another thread queues.
+        self._room = threading.Condition(lock)
         self._pending: deque[Write] = deque()
         self._in_flight = 0
+        self._taken_at = 0.0  # when the writer took the rows in flight
+        self._holding = 0  # boundaries waiting for the batched writer to catch up
         self._thread: threading.Thread | None = None
         self._closing = False
         self._outage = False
@@ -219,6 +232,8 @@ class PostgresSpanProcessor(SpanProcessor):
         self._enqueue([write], front=False)
         if wait:
             self._wait_for(write)
+        elif self.batch and self.postgres_wait > 0 and len(self._pending) + self._in_flight > self.high_water:
+            self._hold_back()  # counted without the lock: a cheap test on every boundary
 
     def _wait_for(self, write: Write) -> None:
         """Hold the boundary until ``write`` is committed, at most ``postgres_wait`` seconds."""
@@ -237,14 +252,37 @@ class PostgresSpanProcessor(SpanProcessor):
             else:
                 return
         if first:
-            logger.warning(
-                "spanreplay: %s did not commit a step within postgres_wait (%g s); the agent goes on and the "
-                "row stays queued, written when the server answers (the trace file has it already). Later "
-                "steps do not wait until the server is quick again; check the server's load, or raise "
-                "postgres_wait (SPANREPLAY_POSTGRES_WAIT) to wait longer.",
-                self._where,
-                self.postgres_wait,
-            )
+            logger.warning(notices.LATE, self._where, self.postgres_wait)
+
+    def _hold_back(self) -> None:
+        """Batched: hold the boundary (its row queued) while over ``high_water``, at most ``postgres_wait``."""
+        deadline = time.monotonic() + self.postgres_wait
+        with self._cond:
+            if not self._behind_writer():
+                return
+            self.stats.held += 1
+            self._holding += 1
+            self._cond.notify_all()  # a batch is due now, whatever the interval
+            try:
+                while self._behind_writer() and (left := deadline - time.monotonic()) > 0:
+                    self._room.wait(left)
+            finally:
+                self._holding -= 1
+            if not self._behind_writer():
+                return
+            self.stats.late += 1
+            first, self._warned_late = not self._warned_late, True
+        if first:
+            logger.warning(notices.BEHIND, self._where, self.postgres_wait, self.pending)
+
+    def _behind_writer(self) -> bool:
+        """Batched, holding the lock: more than ``high_water`` rows wait, and waiting can help."""
+        if len(self._pending) + self._in_flight <= self.high_water:
+            return False
+        # An outage backs off before it retries, and a commit under way for longer than the
+        # writer's own timeout is a frozen server: waiting for either would only stall the agent.
+        stuck = self._in_flight > 0 and time.monotonic() - self._taken_at > self.timeout
+        return not (self._outage or self._closing or stuck)
 
     def remove_run(self, run_id: str) -> None:
         """Delete the run and its steps (the keep policy dropped it), queued behind its rows."""
@@ -313,16 +351,8 @@ class PostgresSpanProcessor(SpanProcessor):
             first = (write.kind, code) not in self._reported_refusals
             self._reported_refusals.add((write.kind, code))
             self._cond.notify_all()
-        message = (
-            "spanreplay: %s refused the %s: %s. The row is set aside and not retried, and the rows after it "
-            "go on. The trace file keeps it: once the cause is fixed (the value or the constraint named "
-            "above), `spanreplay export traces/ %s` fills it in."
-        )
-        args = (self._where, row, first_line(exc), self._where)
-        if first:
-            logger.error(message, *args)
-        else:
-            logger.debug(message, *args)
+        level = logging.ERROR if first else logging.DEBUG
+        logger.log(level, notices.REFUSED, self._where, row, first_line(exc), self._where)
 
     def _failed(self, exc: Exception, writes: list[Write]) -> None:
         with self._cond:
@@ -335,11 +365,7 @@ class PostgresSpanProcessor(SpanProcessor):
             self._cond.notify_all()  # boundaries waiting for these rows stop waiting
         if first:
             reason = failure(self.dsn, "write spanreplay rows", exc) if isinstance(exc, psycopg.Error) else exc
-            logger.error(
-                "spanreplay: %s The agent continues; the trace files keep every step, and the rows are "
-                "retried in the background.",
-                reason,
-            )
+            logger.error(notices.OUTAGE, reason)
         else:
             logger.debug("spanreplay: writing to %s failed again: %s", self._where, exc)
         self._enqueue(writes, front=True)
@@ -356,13 +382,7 @@ class PostgresSpanProcessor(SpanProcessor):
                 self.stats.dropped += dropped
                 if not self._reported_full:
                     self._reported_full = True
-                    logger.error(
-                        "spanreplay: %d rows wait for %s, the most it holds (max_pending); newer steps are "
-                        "dropped until it catches up. Fill them in later with `spanreplay export traces/ %s`.",
-                        self.max_pending,
-                        self._where,
-                        self._where,
-                    )
+                    logger.error(notices.FULL, self.max_pending, self._where, self._where)
             if front:
                 self._pending.extendleft(reversed(kept))
             else:
@@ -379,6 +399,7 @@ class PostgresSpanProcessor(SpanProcessor):
                 if batch is None:
                     return
                 self._in_flight = len(batch)
+                self._taken_at = time.monotonic()
             try:
                 self._write(batch)  # on failure it is queued again, retried after the backoff
             finally:
@@ -387,6 +408,7 @@ class PostgresSpanProcessor(SpanProcessor):
                     if len(self._pending) < self.max_pending // 2:
                         self._reported_full = False
                     self._cond.notify_all()
+                    self._room.notify_all()
 
     def _next_batch(self) -> list[Write] | None:
         """Wait (holding the lock) until a batch is due; None when closing with nothing left."""
@@ -401,6 +423,7 @@ class PostgresSpanProcessor(SpanProcessor):
                 due = (
                     self._closing
                     or self._flushing
+                    or self._holding
                     or not self.batch
                     or len(self._pending) >= self.batch_size
                     or now - first_seen >= self.flush_interval
@@ -431,13 +454,7 @@ class PostgresSpanProcessor(SpanProcessor):
                     return True
             finally:
                 self._flushing = False
-        logger.warning(
-            "spanreplay: %d rows still wait for %s after the flush (%s); they stay queued and are written "
-            "when the server answers. The trace files hold them.",
-            left_rows,
-            self._where,
-            self._cause(),
-        )
+        logger.warning(notices.FLUSH_LEFT, left_rows, self._where, self._cause())
         return False
 
     def _cause(self) -> str:
@@ -455,6 +472,7 @@ class PostgresSpanProcessor(SpanProcessor):
             self._close_deadline = time.monotonic() + self.timeout * 2
             thread = self._thread
             self._cond.notify_all()
+            self._room.notify_all()
         if thread is not None:
             thread.join(self.timeout * 3)
         with self._cond:
@@ -463,14 +481,7 @@ class PostgresSpanProcessor(SpanProcessor):
             self._pending.clear()
         if left:
             self.stats.dropped += left
-            logger.error(
-                "spanreplay: %d rows could not be written to %s before shutdown (%s). The trace files hold "
-                "them: `spanreplay export traces/ %s` fills them in.",
-                left,
-                self._where,
-                self._cause(),
-                self._where,
-            )
+            logger.error(notices.SHUTDOWN_LEFT, left, self._where, self._cause(), self._where)
         self._pool.close(timeout=self.timeout)
 
     def _after_fork(self) -> None:

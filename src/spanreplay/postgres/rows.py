@@ -118,10 +118,10 @@ def _text(data: bytes | None) -> str | None:
     return None if data is None else data.decode()
 
 
-def _jsonb(data: bytes | None) -> str | None:
-    if data is None or _NUL_ESCAPE in data:
-        return None
-    return data.decode()
+def _jsonb(data: bytes | None, text: str | None) -> str | None:
+    """The JSONB copy of a payload: its ``text`` itself (one string for both columns, so a
+    row the writer holds keeps each payload once), or None if JSONB cannot hold it."""
+    return None if data is None or _NUL_ESCAPE in data else text
 
 
 def _time(ns: int) -> datetime | None:
@@ -149,18 +149,19 @@ def step_params(span: SpanRecord) -> dict[str, Any]:
         attributes[sc.OUTPUT_TYPES] = event.output_types.decode()
     if event.effect:
         attributes[sc.EFFECT] = True
+    input_text, output_text, error_text = event.input_json.decode(), _text(event.output_json), _text(error_json)
     params = {
         "run_id": event.run_id,
         "step_number": event.seq,
         "step_type": event.kind,
         "key": event.key,
         "call_id": event.call_id,
-        "input": _jsonb(event.input_json),
-        "output": _jsonb(event.output_json),
-        "error": _jsonb(error_json),
-        "input_text": event.input_json.decode(),
-        "output_text": _text(event.output_json),
-        "error_text": _text(error_json),
+        "input": _jsonb(event.input_json, input_text),
+        "output": _jsonb(event.output_json, output_text),
+        "error": _jsonb(error_json, error_text),
+        "input_text": input_text,
+        "output_text": output_text,
+        "error_text": error_text,
         "tokens_in": _number(attributes, sc.GEN_AI_USAGE_INPUT_TOKENS),
         "tokens_out": _number(attributes, sc.GEN_AI_USAGE_OUTPUT_TOKENS),
         "cost": _number(attributes, sc.GEN_AI_USAGE_COST),
@@ -189,12 +190,13 @@ def run_params(span: SpanRecord) -> dict[str, Any]:
     # until its end arrives, and readers turn a running run into crashed.
     status = info.status if span.ended else sc.RUN_STATUS_RUNNING
     version = span.attributes.get(sc.SCHEMA, sc.SCHEMA_VERSION)
+    error_text = _text(error_json)
     params = {
         "run_id": info.run_id,
         "agent": info.agent,
         "status": status,
-        "error": _jsonb(error_json),
-        "error_text": _text(error_json),
+        "error": _jsonb(error_json, error_text),
+        "error_text": error_text,
         "trace_id": info.trace_id,
         "span_id": info.span_id,
         "service_name": info.service_name,

@@ -41,7 +41,10 @@ class PostgresExportStats:
             set aside, logged with the reason, and not retried.
         runs_removed: runs deleted with their steps because the keep policy dropped them.
         late: boundaries that returned after waiting ``postgres_wait`` for their
-            row; the row stayed queued and was written when the server answered.
+            row (per step) or for the writer to catch up (batched); the row stayed
+            queued and was written when the server answered.
+        held: batched boundaries that waited for the writer to catch up, because
+            more than ``high_water`` rows (two batches) were not committed yet.
     """
 
     steps_written: int = 0
@@ -52,6 +55,7 @@ class PostgresExportStats:
     refused: int = 0
     late: int = 0
     runs_removed: int = 0
+    held: int = 0
 
 
 @dataclass(slots=True)
