@@ -12,16 +12,19 @@ from __future__ import annotations
 
 import importlib
 import string
+from typing import Any
 
+import orjson
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from helpers.masking_engines import FAST, PYTHON, needs_hyperscan
+from helpers.masking_engines import FAST, PYTHON, TEXTS, needs_hyperscan
 from helpers.masking_samples import FILLER, planted
 from spanreplay.masking import Masker, MaskingConfig, RegexDetector
 from spanreplay.masking._engine import HyperscanGate
 from spanreplay.masking._hinted import hinted, hinted_detector
+from spanreplay.masking._hints import hints_of
 from spanreplay.masking._windows import around, before_ends, unescaped
 
 # --- the windows, against references ------------------------------------------------------------
@@ -84,6 +87,47 @@ def test_windows_from_ends_hold_the_windows_of_the_matches_starts(
 # --- the gate's widths and flags ---------------------------------------------------------------
 
 parser = importlib.import_module("re._parser")  # what the gate's first guess at a width comes from
+
+
+def _alone(prefilter: str) -> Any:
+    """``prefilter`` compiled on its own, as the payload gate reads it: does it match a payload?"""
+    hyperscan: Any = importlib.import_module("hyperscan")
+    database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+    database.compile(expressions=[prefilter.encode()], ids=[0], elements=1, flags=[hyperscan.HS_FLAG_SINGLEMATCH])
+    scratch = hyperscan.Scratch(database)
+
+    def matches(data: bytes) -> bool:
+        found: list[int] = []
+        database.scan(data, lambda *_: found.append(1), 0, None, scratch)
+        return bool(found)
+
+    return matches
+
+
+ALONE = (
+    [(i, _alone(p)) for i, d in enumerate(FAST.detectors) if (p := hints_of(d).prefilter) is not None]
+    if isinstance(FAST.gate, HyperscanGate)
+    else []
+)
+
+
+@needs_hyperscan
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(TEXTS, min_size=1, max_size=4))
+@example(["call 415-555-0132 or (415) 555-0133, card 4111 1111 1111 1111 at 10.0.0.1"])
+@example(["call 415-555-0132 or (415) 555-0133 or 415-555-0134, 02 03 04 05 06 07 08 09"])
+@example(["no numbers here, only words"])
+def test_the_payload_gate_selects_every_detector_whose_prefilter_matches(texts: list[str]) -> None:
+    # The number prefilters are compiled without SINGLEMATCH and report every match:
+    # the gate still stops at the first report, and misses none.
+    gate = FAST.gate
+    assert isinstance(gate, HyperscanGate)
+    data = orjson.dumps({f"k{n}": text for n, text in enumerate(texts)})
+    selected, _ = gate.select_payload(data)
+    matched = [i for i, matches in ALONE if matches(data)]
+    assert set(matched) <= set(selected)
+    if not matched:
+        assert list(selected) == []
 
 
 @needs_hyperscan

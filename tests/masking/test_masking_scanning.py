@@ -22,7 +22,7 @@ from spanreplay.masking import BUILTIN_DETECTORS, Masker, MaskingConfig, Pattern
 from spanreplay.masking._checks import ipv6_ok
 from spanreplay.masking._hinted import hinted, hinted_detector
 from spanreplay.masking._hints import hints_of
-from spanreplay.masking._regex import first_characters, shape_of
+from spanreplay.masking._regex import first_characters, holds_digit, shape_of
 
 ENGINES = [PYTHON, FAST] if FAST is not PYTHON else [PYTHON]
 
@@ -220,6 +220,36 @@ def test_an_anthropic_key_does_not_ask_the_openai_detector() -> None:
 )
 def test_which_expressions_scan_joined_strings_alike(expression: str, separable: bool) -> None:
     assert shape_of(re.compile(expression)).separable is separable
+
+
+@pytest.mark.parametrize(
+    ("expression", "holds"),
+    [
+        (r"[0-9]", True),
+        (r"ab1", True),
+        (r"(?:^|[^0-9A-Za-z_])[2-6][0-9]{11,18}", True),
+        (r"1|2", True),
+        (r"(?:a1|2b)", True),
+        (r"x[0-9]+", True),
+        (r"[0-9]?", False),  # may match nothing
+        (r"[0-9]{0,3}x", False),
+        (r"a|1", False),  # one branch holds none
+        (r"[0-9a]", False),  # a class of more than digits
+        (r"[^0-9]", False),
+        (r"\d", False),  # Unicode digits to Python: not known to be ASCII ones
+        (r"(?=1)a", False),  # a lookahead consumes nothing
+        (r"a{,3}1{,3}", False),
+        (r"[", False),  # not an expression at all: not known
+    ],
+)
+def test_which_expressions_hold_a_digit_in_every_match(expression: str, holds: bool) -> None:
+    assert holds_digit(expression) is holds
+
+
+def test_the_number_prefilters_are_those_that_hold_a_digit() -> None:
+    # The payload gate compiles these without SINGLEMATCH (see HyperscanGate).
+    holding = {d.name for d in BUILTIN_DETECTORS if (p := hints_of(d).prefilter) is not None and holds_digit(p)}
+    assert holding == {"payment_card", "iban", "us_ssn", "phone", "ipv4"}
 
 
 def test_every_builtin_detector_but_private_keys_scans_joined_strings() -> None:

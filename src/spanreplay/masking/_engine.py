@@ -28,7 +28,7 @@ from typing import Any, Protocol
 from ..errors import ConfigurationError
 from ._detector import Detector, Pattern, RegexDetector, Window
 from ._hints import hints_of
-from ._regex import widest
+from ._regex import holds_digit, widest
 from ._windows import around, before_ends, unescaped
 
 __all__ = ["Gate", "HyperscanGate", "Located", "PythonGate", "hyperscan_available", "make_gate"]
@@ -136,7 +136,15 @@ class HyperscanGate:
         hints = [hints_of(d) for d in detectors]
         self._min = tuple(h.min_length for h in hints)
 
-        # The payload gate: one report per detector (SINGLEMATCH) is all it needs.
+        # The payload gate. A detector's first report ends the scan (only the field-name
+        # pattern's does not), so how many reports a detector's prefilter could make
+        # never matters, and their flags are chosen for speed alone (measured with
+        # benchmarks/bench_record.py; see benchmarks/README.md):
+        # - a prefilter every match of which holds a digit (the number prefilters, with
+        #   no literal to start from): none. With SINGLEMATCH, as the others have it,
+        #   hyperscan scanned text without a finding much more slowly, and text with
+        #   numbers in it no faster.
+        # - the others: SINGLEMATCH. Without it on them too, every scan was slower.
         expressions: list[bytes] = []
         ids: list[int] = []
         flags: list[int] = []
@@ -146,7 +154,7 @@ class HyperscanGate:
             if own.prefilter is not None:
                 expressions.append(own.prefilter.encode())
                 ids.append(i)
-                flags.append(hyperscan.HS_FLAG_SINGLEMATCH)
+                flags.append(0 if holds_digit(own.prefilter) else hyperscan.HS_FLAG_SINGLEMATCH)
         self._field_id = len(detectors)
         if field_patterns:
             # An object key in orjson's output is a string followed directly by ":".

@@ -13,7 +13,7 @@ import re
 import warnings
 from typing import Any, Final
 
-__all__ = ["Shape", "first_characters", "shape_of", "widest"]
+__all__ = ["Shape", "first_characters", "holds_digit", "shape_of", "widest"]
 
 _parser: Any
 try:
@@ -225,3 +225,43 @@ def _class_members(items: Any) -> set[int] | None:
         else:  # NEGATE, a category, a wide range
             return None
     return out
+
+
+def holds_digit(expression: str) -> bool:
+    """Whether every match of ``expression`` (read as Python reads it) holds an ASCII
+    digit. False when not known: the caller only chooses how to compile by it."""
+    if _parser is None:
+        return False
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return _holds_digit(list(_parser.parse(expression)))
+    except Exception:  # not Python syntax: unknown
+        return False
+
+
+_DIGITS: Final = frozenset(range(ord("0"), ord("9") + 1))
+
+
+def _holds_digit(nodes: list[Any]) -> bool:
+    """Whether every match of a sequence of nodes consumes an ASCII digit."""
+    for op, av in nodes:
+        name = str(op)
+        if name == "LITERAL":
+            found = av in _DIGITS
+        elif name == "IN":
+            members = _class_members(av)
+            found = members is not None and bool(members) and members <= _DIGITS
+        elif name == "SUBPATTERN":
+            found = _holds_digit(list(av[3]))
+        elif name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+            found = av[0] >= 1 and _holds_digit(list(av[2]))
+        elif name == "ATOMIC_GROUP":
+            found = _holds_digit(list(av))
+        elif name == "BRANCH":
+            found = all(_holds_digit(list(branch)) for branch in av[1])
+        else:  # an anchor, a lookaround, a category, anything else: consumes no digit for sure
+            found = False
+        if found:
+            return True
+    return False
