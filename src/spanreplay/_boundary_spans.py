@@ -110,13 +110,9 @@ class BoundarySpan(trace_api.Span, ReadableSpan):
     def add_event(self, name: str, attributes: types.Attributes = None, timestamp: int | None = None) -> None:
         if self._ended("add an event"):
             return
-        limits = self._spans.limits
         if not isinstance(self._events, BoundedList):
-            self._events = BoundedList(limits.max_events)
-        checked = BoundedAttributes(
-            limits.max_event_attributes, attributes, immutable=True, max_value_len=limits.max_attribute_length
-        )
-        self._events.append(Event(name, checked, timestamp))
+            self._events = BoundedList(self._spans.limits.max_events)
+        self._events.append(Event(name, self._checked(self._spans.limits.max_event_attributes, attributes), timestamp))
 
     def add_link(self, context: SpanContext, attributes: types.Attributes = None) -> None:
         if self._ended("add a link"):
@@ -124,13 +120,14 @@ class BoundarySpan(trace_api.Span, ReadableSpan):
         # As the SDK: a link to an invalid context is kept only with attributes or a trace state.
         if not (context and (context.is_valid or attributes or context.trace_state)):
             return
-        limits = self._spans.limits
         if not isinstance(self._links, BoundedList):
-            self._links = BoundedList(limits.max_links)
-        checked = BoundedAttributes(
-            limits.max_link_attributes, attributes, immutable=True, max_value_len=limits.max_attribute_length
-        )
-        self._links.append(Link(context, checked))
+            self._links = BoundedList(self._spans.limits.max_links)
+        self._links.append(Link(context, self._checked(self._spans.limits.max_link_attributes, attributes)))
+
+    def _checked(self, most: int | None, attributes: types.Attributes) -> BoundedAttributes:
+        """An event's or a link's attributes, checked and bounded as the SDK's span does."""
+        limit = self._spans.limits.max_attribute_length
+        return BoundedAttributes(most, attributes, immutable=True, max_value_len=limit)
 
     def update_name(self, name: str) -> None:
         if not self._ended("update the name"):

@@ -320,20 +320,26 @@ def until(condition: Any, seconds: float = 60) -> bool:
     return True
 
 
+def _batched_far_bounds(pg_dsn: str, directory: Path, provider: TracerProvider) -> Any:
+    """Batches of 5, configured: the writer's own bounds and the boundary's wait far off,
+    so only a lock the test takes holds the writer back."""
+    from spanreplay.postgres import PostgresSpanProcessor
+
+    processor = PostgresSpanProcessor(
+        pg_dsn, batch=True, batch_size=5, flush_interval=0.01, timeout=120, postgres_wait=120
+    )
+    spanreplay.configure(trace_dir=directory, tracer_provider=provider, raise_internal_errors=True, postgres=processor)
+    return processor
+
+
 def test_a_batched_writer_that_falls_behind_holds_the_agent_at_two_batches_and_every_row_lands(
     pg_dsn: str, tmp_path: Path, provider: TracerProvider
 ) -> None:
     import psycopg
 
-    from spanreplay.postgres import PostgresSpanProcessor
-
     directory = tmp_path / "traces"
-    # The writer's own bounds and the boundary's wait far off: only the lock below holds the writer.
-    processor = PostgresSpanProcessor(
-        pg_dsn, batch=True, batch_size=5, flush_interval=0.01, timeout=120, postgres_wait=120
-    )
+    processor = _batched_far_bounds(pg_dsn, directory, provider)
     assert processor.high_water == 10
-    spanreplay.configure(trace_dir=directory, tracer_provider=provider, raise_internal_errors=True, postgres=processor)
     done: list[int] = []
     run_ids: list[str] = []
 
@@ -374,13 +380,8 @@ def test_agent_threads_held_back_together_all_go_on_once_the_writer_catches_up(
 ) -> None:
     import psycopg
 
-    from spanreplay.postgres import PostgresSpanProcessor
-
     directory = tmp_path / "traces"
-    processor = PostgresSpanProcessor(
-        pg_dsn, batch=True, batch_size=5, flush_interval=0.01, timeout=120, postgres_wait=120
-    )
-    spanreplay.configure(trace_dir=directory, tracer_provider=provider, raise_internal_errors=True, postgres=processor)
+    processor = _batched_far_bounds(pg_dsn, directory, provider)
     agents, steps = 4, 25
     run_ids: list[str] = []
 
