@@ -134,8 +134,8 @@ class BoundarySpan(trace_api.Span, ReadableSpan):
             self._name = name
 
     def set_status(self, status: Status | StatusCode, description: str | None = None) -> None:
-        # As the SDK: OK is final, and UNSET changes nothing.
-        if self._status.status_code is StatusCode.OK:
+        # As the SDK: an ended span's status is final, so is OK, and UNSET changes nothing.
+        if self._ended("set the status") or self._status.status_code is StatusCode.OK:
             return
         if isinstance(status, Status):
             if status.status_code is not StatusCode.UNSET:

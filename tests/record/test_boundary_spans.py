@@ -331,6 +331,8 @@ def test_an_ended_span_takes_no_more_and_reaches_the_processors_once(
         with caplog.at_level(logging.WARNING, logger="spanreplay"):
             span.set_attribute("late", True)
             span.add_event("late")
+            span.set_status(StatusCode.ERROR, "late")
+            span.update_name("late")
             span.end()
         assert "ended span" in caplog.text
 
@@ -338,6 +340,8 @@ def test_an_ended_span_takes_no_more_and_reaches_the_processors_once(
     (span,) = recorded.boundaries()
     assert "late" not in (span.attributes or {})
     assert not span.events
+    assert span.status.status_code is StatusCode.UNSET
+    assert span.name == "execute_tool step"
     assert sum(1 for line in recorded.lines if b"execute_tool step" in orjson.dumps(line)) == 1
 
 
