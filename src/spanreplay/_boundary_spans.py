@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import traceback
 from collections.abc import Mapping
 from time import time_ns
@@ -32,6 +33,7 @@ from typing import Any, Final
 from opentelemetry import trace as trace_api
 from opentelemetry.attributes import BoundedAttributes
 from opentelemetry.context import Context
+from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import Event, ReadableSpan, SpanLimits, SpanProcessor, Tracer, sampling
 from opentelemetry.sdk.trace.sampling import Decision
 from opentelemetry.sdk.util import BoundedList
@@ -41,7 +43,23 @@ from opentelemetry.util import types
 
 logger = logging.getLogger("spanreplay")
 
-__all__ = ["BoundarySpan", "BoundarySpans"]
+__all__ = ["BoundarySpan", "BoundarySpans", "LineFields"]
+
+# What the trace file's line encoder reads of an ended span, in one tuple: the context,
+# the parent's, the start and end times, the status, the attributes, the resource,
+# the scope, the name and the kind.
+LineFields = tuple[
+    SpanContext,
+    SpanContext,
+    int,
+    int,
+    Status,
+    Mapping[str, Any],
+    Resource,
+    InstrumentationScope | None,
+    str,
+    SpanKind,
+]
 
 _UNSET: Final = Status(StatusCode.UNSET)
 _SAMPLED: Final = TraceFlags(TraceFlags.SAMPLED)
@@ -76,7 +94,8 @@ class BoundarySpan(trace_api.Span, ReadableSpan):
         )
         self._spans = spans
         self._dropped = 0
-        spans.trim(self)
+        if len(attributes) > spans.max_attributes:
+            spans.trim(self)
 
     # -- what spanreplay itself sets ---------------------------------------------------
 
@@ -88,6 +107,29 @@ class BoundarySpan(trace_api.Span, ReadableSpan):
     @property
     def dropped_attributes(self) -> int:
         return self._dropped
+
+    def line_fields(self) -> LineFields | None:
+        """What the trace file's line encoder reads, in one call rather than a dozen
+        property reads: None when the span needs the general path (events, links, a
+        status description, a trace state, dropped attributes, or not ended)."""
+        context: SpanContext = self._context  # type: ignore[assignment]
+        end = self._end_time
+        if end is None or self._events or self._links or self._dropped or self._status.description:
+            return None
+        if context.trace_state:
+            return None
+        return (
+            context,
+            self._parent,  # type: ignore[return-value]
+            self._start_time,
+            end,
+            self._status,
+            self._attributes,
+            self._resource,
+            self._instrumentation_scope,
+            self._name,
+            self._kind,
+        )
 
     # -- opentelemetry.trace.Span ----------------------------------------------------
 
@@ -167,8 +209,10 @@ class BoundarySpan(trace_api.Span, ReadableSpan):
             logger.warning("Calling end() on an ended span.")
             return
         self._end_time = end_time if end_time is not None else time_ns()
-        self._spans.trim(self)
-        self._spans.ended(self)
+        spans = self._spans
+        if len(self._attributes) > spans.max_attributes:  # type: ignore[arg-type]
+            spans.trim(self)
+        spans.ended(self)
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc_val: BaseException | None, exc_tb: TracebackType | None
@@ -201,7 +245,9 @@ class BoundarySpans:
         self._ids = tracer.id_generator
         self._processor: SpanProcessor = tracer.span_processor
         self._ending = getattr(self._processor, "_on_ending", None)
-        self._max_attributes = limits.max_span_attributes
+        # No limit set reads as None: compared as the largest count.
+        limit = limits.max_span_attributes
+        self.max_attributes: int = limit if limit is not None else sys.maxsize
 
     @classmethod
     def for_tracer(cls, tracer: trace_api.Tracer) -> BoundarySpans | None:
@@ -257,8 +303,8 @@ class BoundarySpans:
     def trim(self, span: BoundarySpan) -> None:
         """Past the count limit, drop the oldest attributes, as ``BoundedAttributes`` does."""
         attributes: dict[str, Any] = span._attributes  # type: ignore[assignment]
-        limit = self._max_attributes
-        if limit is None or len(attributes) <= limit:
+        limit = self.max_attributes
+        if len(attributes) <= limit:
             return
         for key in list(attributes)[: len(attributes) - limit]:
             del attributes[key]

@@ -25,6 +25,8 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.trace import Link, SpanKind, StatusCode
 
+from .._boundary_spans import BoundarySpan, LineFields
+
 # The SDK numbers SpanKind from 0 (INTERNAL); OTLP numbers it from 1 (0 is UNSPECIFIED).
 _KIND = {kind: kind.value + 1 for kind in SpanKind}
 _STATUS = {StatusCode.UNSET: 0, StatusCode.OK: 1, StatusCode.ERROR: 2}
@@ -259,6 +261,44 @@ def span_json(span: ReadableSpan) -> bytes:
     return b"".join(span_parts(span))
 
 
+def _line_fields(span: ReadableSpan) -> LineFields | None:
+    """What a line's template needs of an ended span, through ReadableSpan's public
+    properties (but for the attributes, ``attributes_of``); None when the span takes
+    the general path: it has a trace state, events, links, a status description or
+    anything dropped, or has not ended."""
+    ctx = span.context
+    parent = span.parent
+    start = span.start_time
+    end = span.end_time
+    status = span.status
+    if (
+        ctx is None
+        or parent is None
+        or start is None
+        or end is None
+        or status.description
+        or ctx.trace_state
+        or span.dropped_attributes
+        or span.dropped_events
+        or span.dropped_links
+        or span.events
+        or span.links
+    ):
+        return None
+    return (
+        ctx,
+        parent,
+        start,
+        end,
+        status,
+        attributes_of(span),
+        span.resource,
+        span.instrumentation_scope,
+        span.name,
+        span.kind,
+    )
+
+
 # A span's shape: what its line's template is made of. Everything in it but the
 # attribute keys and name is compared by identity (the resource, the scope, the
 # kind and status enums), which costs nothing to hash.
@@ -309,31 +349,10 @@ class LineEncoder:
         self._limit = limit
 
     def encode(self, span: ReadableSpan) -> bytes:
-        # ReadableSpan's public properties, but for the attributes (``attributes_of``).
-        ctx = span.context
-        parent = span.parent
-        start = span.start_time
-        end = span.end_time
-        status = span.status
-        if (
-            ctx is None
-            or parent is None
-            or start is None
-            or end is None
-            or status.description
-            or ctx.trace_state
-            or span.dropped_attributes
-            or span.dropped_events
-            or span.dropped_links
-            or span.events
-            or span.links
-        ):
+        fields = span.line_fields() if type(span) is BoundarySpan else _line_fields(span)
+        if fields is None:
             return self._pieces(span)
-        attributes = attributes_of(span)
-        resource = span.resource
-        scope = span.instrumentation_scope
-        name = span.name
-        kind = span.kind
+        ctx, parent, start, end, status, attributes, resource, scope, name, kind = fields
         values = tuple(attributes.values())
         shape = (
             id(resource),

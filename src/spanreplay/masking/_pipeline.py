@@ -248,7 +248,8 @@ class Masker:
         """
         if not self.config.enabled:
             return None
-        plan = self._plan(kind, key, part)
+        # The plan of a boundary seen before is one lookup, not a call.
+        plan = self._plans.get((kind, key, part)) or self._plan(kind, key, part)
         active: Sequence[int] = self._all
         fields = plan.has_fields
         if not plan.path_rules:
