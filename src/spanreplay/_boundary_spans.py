@@ -61,7 +61,6 @@ LineFields = tuple[
     SpanKind,
 ]
 
-_UNSET: Final = Status(StatusCode.UNSET)
 _SAMPLED: Final = TraceFlags(TraceFlags.SAMPLED)
 _NOT_SAMPLED: Final = TraceFlags(TraceFlags.DEFAULT)
 # The W3C "random trace id" flag, in SDKs that know it.
@@ -142,8 +141,7 @@ class BoundarySpan(trace_api.Span, ReadableSpan):
     def set_attributes(self, attributes: Mapping[str, types.AttributeValue]) -> None:
         if self._ended("set attributes"):
             return
-        checked = BoundedAttributes(None, attributes, immutable=True)
-        self._attributes.update(checked)  # type: ignore[union-attr]
+        self._attributes.update(checked(attributes))  # type: ignore[union-attr]
         self._spans.trim(self)
 
     def set_attribute(self, key: str, value: types.AttributeValue) -> None:
@@ -284,7 +282,7 @@ class BoundarySpans:
             state = result.trace_state
             if recording and len(result.attributes) != len(attributes):
                 # A sampler that adds attributes: checked as anyone else's.
-                attributes.update(BoundedAttributes(None, result.attributes, immutable=True))
+                attributes.update(checked(result.attributes))
         flags = _SAMPLED if sampled else _NOT_SAMPLED
         if _RANDOM and parent.trace_flags & _RANDOM:
             flags = TraceFlags(flags | _RANDOM)
