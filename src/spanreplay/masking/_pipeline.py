@@ -215,17 +215,16 @@ class Masker:
 
     # -- internals ------------------------------------------------------------------
 
-    def _plan(self, kind: str, key: str, part: str) -> Plan:
-        plan = self._plans.get((kind, key, part))
-        if plan is None:
-            plan = Plan(
-                tuple(r for r in self._path_rules if r.selector.applies(kind, key, part)),
-                tuple(r for r in self._field_rules if r.selector.applies(kind, key, part)),
-            )
-            with self._lock:
-                if len(self._plans) > 4096:
-                    self._plans.clear()
-                self._plans[(kind, key, part)] = plan
+    def _new_plan(self, kind: str, key: str, part: str) -> Plan:
+        """The plan of a boundary not seen before (``mask_payload`` looks up the others), remembered."""
+        plan = Plan(
+            tuple(r for r in self._path_rules if r.selector.applies(kind, key, part)),
+            tuple(r for r in self._field_rules if r.selector.applies(kind, key, part)),
+        )
+        with self._lock:
+            if len(self._plans) > 4096:
+                self._plans.clear()
+            self._plans[(kind, key, part)] = plan
         return plan
 
     def mask_payload(
@@ -249,7 +248,7 @@ class Masker:
         if not self.config.enabled:
             return None
         # The plan of a boundary seen before is one lookup, not a call.
-        plan = self._plans.get((kind, key, part)) or self._plan(kind, key, part)
+        plan = self._plans.get((kind, key, part)) or self._new_plan(kind, key, part)
         active: Sequence[int] = self._all
         fields = plan.has_fields
         if not plan.path_rules:
