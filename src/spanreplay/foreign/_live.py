@@ -31,27 +31,23 @@ def unrecorded_tool(log: EventLog, key: str, fn: Callable[[], Any], *, live: boo
     if not log.run.instrumentation or any(e.kind == sc.KIND_TOOL and e.key == key for e in log):
         return RECORDED
     if effect:
-        raise UnexpectedCallError(
-            f"Replay of trace {log.run_id} reached tool {key!r}, which the trace does not hold (it was "
-            f"recorded by {log.run.instrumentation}, which records no tool results). It is a side effect "
-            "(effect=True), so the replay does not run it: it may have happened when the trace was "
-            "recorded, and running it again could do it twice. The replay ends here; record the run with "
-            "spanreplay's @tool to replay past it.",
-            run_id=log.run_id,
-            seq=None,
-            call_id=None,
-            recorded=None,
-            attempted=f"side effect tool {key!r}, live",
+        why = (
+            ". It is a side effect (effect=True), so the replay does not run it: it may have happened "
+            "when the trace was recorded, and running it again could do it twice. The replay ends here; "
+            "record the run with spanreplay's @tool to replay past it."
         )
-    if not live:
-        raise UnexpectedCallError(
-            f"Replay of trace {log.run_id} reached tool {key!r}, which the trace does not hold (it was "
-            f"recorded by {log.run.instrumentation}, which records no tool results), and live=False "
-            "forbids running it. Pass live=True (the default) to run tools the trace lacks for real.",
-            run_id=log.run_id,
-            seq=None,
-            call_id=None,
-            recorded=None,
-            attempted=f"tool {key!r}",
-        )
-    return fn()
+        attempted = f"side effect tool {key!r}, live"
+    elif not live:
+        why = ", and live=False forbids running it. Pass live=True (the default) to run tools the trace lacks for real."
+        attempted = f"tool {key!r}"
+    else:
+        return fn()
+    raise UnexpectedCallError(
+        f"Replay of trace {log.run_id} reached tool {key!r}, which the trace does not hold (it was "
+        f"recorded by {log.run.instrumentation}, which records no tool results){why}",
+        run_id=log.run_id,
+        seq=None,
+        call_id=None,
+        recorded=None,
+        attempted=attempted,
+    )
