@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any
 
 import psycopg
 
@@ -20,10 +20,9 @@ from .. import _codec
 from .. import _semconv as sc
 from .._spans import SpanRecord
 from ..readers import iter_spans
+from ..sources.runlog import RUN_MARKER
 from . import rows
 from .connect import connect, failure
-
-_RUN_MARKER: Final = sc.RUN_ID.encode()
 
 
 @dataclass(frozen=True)
@@ -61,7 +60,7 @@ def export(
         TraceFormatError: the source cannot be read (PayloadIntegrityError for a cut payload).
         PostgresError: the database cannot be reached or has no spanreplay tables.
     """
-    return _export(iter_spans(source, contains=_RUN_MARKER), dsn, batch_size=batch_size, progress=progress)
+    return _export(iter_spans(source, contains=RUN_MARKER), dsn, batch_size=batch_size, progress=progress)
 
 
 def _export(
