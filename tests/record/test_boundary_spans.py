@@ -17,6 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from opentelemetry import trace
+from opentelemetry.attributes import BoundedAttributes
 from opentelemetry.context import Context
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanLimits, SpanProcessor, TracerProvider
@@ -205,7 +206,9 @@ def test_what_the_agent_sets_on_the_current_span_is_checked_as_the_sdk_checks_it
     assert span.name == "annotate (renamed)"
     attributes = span.attributes or {}
     assert attributes["list"] == ("x", "y")  # a list is kept as a tuple, as the SDK keeps it
-    assert attributes["mixed"] == ("x", 1)
+    # Mixed-type sequences: the SDK 1.30 drops them, later releases keep them; a boundary
+    # span does what the installed SDK's own checks do.
+    assert attributes.get("mixed") == BoundedAttributes(attributes={"mixed": ["x", 1]}).get("mixed")
     assert attributes["float"] == 1.5
     assert [e.name for e in span.events] == ["checked", "exception"]
     assert [_same(s) for s in fast.spans] == [_same(s) for s in sdk.spans]
