@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import cProfile
 import logging
+import profile
 import random
 import sys
 import threading
@@ -154,7 +155,9 @@ def test_a_thread_started_in_the_run_is_watched(trace_dir: Path) -> None:
     run_id = _record(trace_dir)
 
     def worker() -> None:
-        dt.utcnow()  # read: in a thread
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)  # utcnow, from Python 3.12
+            dt.utcnow()  # read: in a thread
 
     def in_a_thread() -> None:
         thread = threading.Thread(target=worker)
@@ -183,24 +186,48 @@ def test_an_async_run_is_watched(trace_dir: Path) -> None:
 
 
 def test_a_running_profiler_is_left_alone_and_the_run_is_said_to_be_unguarded(trace_dir: Path) -> None:
+    # profile.Profile holds sys.setprofile on every Python (as debuggers do): the guard
+    # cannot share it, so it leaves the profiler on and says the run goes unwatched.
     run_id = _record(trace_dir)
+    profiler = profile.Profile()
+    still_on: list[object] = []
 
     def after_the_boundary() -> None:
         time.time()
 
+    def guarded() -> None:
+        with pytest.warns(DeterminismWarning, match="a profiler is running") as caught:
+            replay_guarded(trace_dir, run_id, after_the_boundary)
+        still_on.append(sys.getprofile())
+        assert len(caught.list) == 1
+
+    profiler.runcall(guarded)
+
+    assert still_on == [profiler.dispatcher]
+    profiler.create_stats()
+    assert "after_the_boundary" in {name for _, _, name in profiler.stats}
+
+
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="cProfile holds sys.setprofile before Python 3.12")
+def test_cprofile_on_sys_monitoring_and_the_guard_both_watch_the_run(trace_dir: Path) -> None:
+    # From Python 3.12 cProfile watches through sys.monitoring and leaves sys.setprofile
+    # free: the run is guarded and profiled at once.
+    run_id = _record(trace_dir)
+
+    def after_the_boundary() -> None:
+        time.time()  # read: under cProfile
+
     profiler = cProfile.Profile()
     profiler.enable()
     try:
-        with pytest.warns(DeterminismWarning, match="a profiler is running") as caught:
+        with pytest.warns(DeterminismWarning) as caught:
             replay_guarded(trace_dir, run_id, after_the_boundary)
-        still_on = sys.getprofile()
     finally:
         profiler.disable()
 
-    assert still_on is profiler
+    assert sorted(_reported(caught.list)) == [line_of("under cProfile")]
     profiled = {code.co_name for code, *_ in profiler.getstats() if not isinstance(code, str)}
     assert "after_the_boundary" in profiled
-    assert len(caught.list) == 1
 
 
 def test_a_thread_that_outlives_the_run_drops_the_hook(trace_dir: Path) -> None:
