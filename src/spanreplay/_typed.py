@@ -38,6 +38,7 @@ import orjson
 
 from ._payloads import stable_repr
 from ._typed_registry import (
+    PATHS,
     REGISTRY,
     SCALARS,
     UNENCODABLE,
@@ -269,7 +270,8 @@ def _encoder_for(kind: type) -> Encoder:
         elif issubclass(kind, list):
             encoder = lambda value, collapse: _encode(list(value), collapse)  # noqa: E731
         elif issubclass(kind, pathlib.PurePath):
-            base = next(cls for cls in kind.__mro__ if cls.__module__ == "pathlib")
+            # The nearest of pathlib's public classes (they live in pathlib._local from 3.13).
+            base = next(cls for cls in kind.__mro__ if PATHS.get(cls.__name__) is cls)
             encoder = _text(base.__name__, str)
         else:
             # A subclass of a type spanreplay knows (a datetime subclass) comes back as that type.
