@@ -81,9 +81,7 @@ def test_a_test_id_longer_than_a_file_name_keeps_its_trace_and_replays_it(
     assert all(HASHED.fullmatch(name) for name in names), names
     assert all(len(os.fsencode(name)) <= name_max(folder) for name in names)
     # The readable start is the test's id; the hash is of the whole (sanitized) name.
-    expected = {
-        f"-{hashlib.sha256(f'test_it[{value}]'.encode()).hexdigest()[:16]}.jsonl" for value in (FIRST, SECOND)
-    }
+    expected = {f"-{hashlib.sha256(f'test_it[{value}]'.encode()).hexdigest()[:16]}.jsonl" for value in (FIRST, SECOND)}
     assert {name[-23:] for name in names} == expected
     orders = {spanreplay.load(folder / name).events[0].input["order_id"] for name in names}
     assert orders == {FIRST, SECOND}

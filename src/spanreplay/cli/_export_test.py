@@ -237,7 +237,8 @@ def module_text(log: EventLog, module: str, function: str, is_async: bool, root:
             f"    # Recorded: {shown(error, 'error')}",
         ]
         if step is not None:
-            lines.append(f"    # at seq {int(step.seq)}, kind {shown(step.kind, 'kind')}, key {shown(step.key, 'key')}.")
+            kind, key = shown(step.kind, "kind"), shown(step.key, "key")
+            lines.append(f"    # at seq {int(step.seq)}, kind {kind}, key {key}.")
         lines += [
             "    with pytest.raises(Exception) as raised:  # noqa: PT011",
             f"        {call}",
