@@ -55,6 +55,7 @@ from .errors import (
     TraceFormatError,
     UnexpectedCallError,
     UnfinishedEffectError,
+    UnsafeTraceValueError,
     UnservableOutputError,
 )
 from .instrumentation.tools import tool
@@ -107,6 +108,7 @@ __all__ = [
     "TraceFormatError",
     "UnexpectedCallError",
     "UnfinishedEffectError",
+    "UnsafeTraceValueError",
     "UnservableOutputError",
     "__version__",
     "boundary",

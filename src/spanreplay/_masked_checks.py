@@ -24,7 +24,7 @@ from . import _semconv as sc
 from ._events import Event, EventLog
 from ._replay import ReplayEngine
 from ._salts import create_salt, read_salt, salt_beside
-from .errors import InputChangedError
+from .errors import InputChangedError, UnsafeTraceValueError
 from .masking import Masker, MaskingSession
 from .masking._place_checks import changed_place, checks_of, path_segments, places
 from .readers._base import warn
@@ -143,9 +143,13 @@ class ReplayChecks:
         """The checks of a replay masked without a key; None when masking is off or keyed."""
         if not masker.enabled or masker.keyed:
             return None
-        path = salt_beside(log.run.origin, log.run_id) if log.run.origin else None
+        try:
+            path = salt_beside(log.run.origin, log.run_id) if log.run.origin else None
+        except UnsafeTraceValueError as exc:  # a run id from the file that would point out of its folder
+            path, where = None, str(exc).rstrip(".")
+        else:
+            where = "the run was not read from a trace file" if path is None else f"{path} is missing or unreadable"
         salt = read_salt(path) if path is not None else None
-        where = "the run was not read from a trace file" if path is None else f"{path} is missing or unreadable"
         return cls(log, masker, salt, where, ignore)
 
     def verify(self, engine: ReplayEngine, event: Event, kind: str, key: str, value: Any) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import inspect
 import logging
-import re
 import secrets
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
@@ -28,6 +27,7 @@ from ._keep import settle_run
 from ._masked_checks import InputChecks
 from ._payloads import add_payload, encode_input, encode_output
 from ._runs import Decoder, Mode, Run, Scope, current_scope_var
+from ._trace_paths import is_run_id
 from .errors import ConfigurationError
 from .masking import MaskingSession
 from .masking._names import NameMasker, masked_keys
@@ -37,9 +37,6 @@ logger = logging.getLogger("spanreplay")
 T = TypeVar("T")
 
 __all__ = ["RecordingRun", "new_run_id"]
-
-
-_RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,200}")
 
 
 def new_run_id(now: datetime | None = None) -> str:
@@ -67,7 +64,7 @@ class RecordingRun(Run):
     mode = Mode.RECORD
 
     def __init__(self, agent: str, run_id: str | None = None, *, forked_from: str | None = None) -> None:
-        if run_id is not None and not _RUN_ID.fullmatch(run_id):
+        if run_id is not None and not is_run_id(run_id):
             raise ConfigurationError(
                 f"Run id {run_id!r} cannot name a trace file; use letters, digits, '_', '.' and '-' "
                 "(or leave run_id out to get run_YYYYMMDD_HHMMSS_xxxxxxxx)."

@@ -6,7 +6,9 @@ owner-only file (0600) in an owner-only directory (0700), beside the run's trace
 file and never in it. The readers skip the directory (its name starts with a
 dot), ``spanreplay prune`` removes a run's salt with the run, and no span,
 export or database row holds it. Replay finds it beside the trace file the run
-was read from; a run read from anywhere else is replayed without it.
+was read from; a run read from anywhere else is replayed without it. The run
+id names a salt file only when it is a plain run id (``_trace_paths``): one read
+from a trace could otherwise point anywhere.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ import re
 import secrets
 from pathlib import Path
 from typing import Final
+
+from ._trace_paths import checked_run_id, path_inside
 
 __all__ = ["SALT_DIR", "create_salt", "read_salt", "salt_beside", "salt_path"]
 
@@ -27,9 +31,15 @@ _FLAGS: Final = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 
 _ORIGIN: Final = re.compile(r"(.+?)(?::\d+| at byte \d+| record \d+ \(at byte \d+\))?", re.DOTALL)
 
 
-def salt_path(trace_dir: str | os.PathLike[str], run_id: str) -> Path:
-    """Where the salt of run ``run_id`` recorded to ``trace_dir`` is kept."""
-    return Path(trace_dir) / SALT_DIR / f"{run_id}.salt"
+def salt_path(trace_dir: str | os.PathLike[str], run_id: str, *, where: str = "a trace") -> Path:
+    """Where the salt of run ``run_id`` recorded to ``trace_dir`` is kept.
+
+    The run id is most often read from a trace file (replay, prune): it names the
+    salt only when it is a plain run id, and the path is checked to stay inside the
+    salt folder; else ``UnsafeTraceValueError`` (``where`` says where it was read).
+    """
+    folder = Path(trace_dir) / SALT_DIR
+    return path_inside(folder, f"{checked_run_id(run_id, where=where)}.salt")
 
 
 def create_salt(trace_dir: str | os.PathLike[str], run_id: str) -> bytes:
@@ -65,11 +75,14 @@ def read_salt(path: Path) -> bytes | None:
 
 def salt_beside(origin: str, run_id: str) -> Path | None:
     """The salt file of ``run_id`` beside the trace file a span was read from (``origin``,
-    as the readers name it); None when the span was not read from a file."""
+    as the readers name it); None when the span was not read from a file.
+
+    Raises ``UnsafeTraceValueError`` when the run id cannot name a file there.
+    """
     match = _ORIGIN.fullmatch(origin)
     if match is None:
         return None
     trace_file = Path(match.group(1))
     if not trace_file.is_file():
         return None
-    return salt_path(trace_file.parent, run_id)
+    return salt_path(trace_file.parent, run_id, where=f"the trace file {str(trace_file)!r}")

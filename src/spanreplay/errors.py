@@ -6,7 +6,8 @@ Every error is a sentence that names the bad value and the way out. The tree::
     ├── ConfigurationError (ValueError)          bad settings or arguments
     ├── TraceFormatError (ValueError)            a source that cannot be read
     │   ├── PayloadIntegrityError                 a payload cut or altered on the way
-    │   └── SchemaVersionError                    a span written by an unknown schema
+    │   ├── SchemaVersionError                    a span written by an unknown schema
+    │   └── UnsafeTraceValueError                 a value from a trace that would become a path or code
     ├── RunNotFoundError (LookupError)           the run id is not in the source
     ├── PostgresError (ConnectionError)          Postgres unreachable or refusing
     ├── RecordedError                            a recorded failure whose type cannot be rebuilt
@@ -49,6 +50,7 @@ __all__ = [
     "TraceFormatError",
     "UnexpectedCallError",
     "UnfinishedEffectError",
+    "UnsafeTraceValueError",
     "UnservableOutputError",
 ]
 
@@ -102,6 +104,14 @@ class PayloadIntegrityError(TraceFormatError):
 
 class SchemaVersionError(TraceFormatError):
     """A span written with a schema version this release does not know."""
+
+
+class UnsafeTraceValueError(TraceFormatError):
+    """A value read from a trace that cannot safely become part of a path or of generated code.
+
+    A run id that is not a plain name (``../x``, ``/abs/path``) or a path that would
+    resolve outside its folder: refused rather than written, read or deleted there.
+    """
 
 
 class RunNotFoundError(SpanReplayError, LookupError):

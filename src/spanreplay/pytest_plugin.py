@@ -24,6 +24,7 @@ run id to record under).
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import itertools
 import os
 import re
@@ -111,13 +112,42 @@ def trace_path(item: pytest.Item, trace: str | os.PathLike[str] | None = None) -
 
     The default is ``traces/<module>/<test>.jsonl`` beside the module, the test named
     as in its node id after the module (``TestOrders.test_status[fr]``), with
-    characters a file name cannot hold replaced by ``_``.
+    characters a file name cannot hold replaced by ``_``. A name longer than the
+    file system takes (a test with long parameters) keeps its start and ends with
+    a hash of the whole name, so each run of the test finds the same file.
     """
     folder = item.path.parent
     if trace is not None:
         return folder / Path(trace)
     name = item.nodeid.split("::", 1)[1].replace("::", ".") if "::" in item.nodeid else item.name
-    return folder / TRACES / item.path.stem / f"{_UNSAFE.sub('_', name)}.jsonl"
+    traces = folder / TRACES / item.path.stem
+    return traces / _fitting(traces, _UNSAFE.sub("_", name), ".jsonl")
+
+
+def _fitting(folder: Path, stem: str, suffix: str) -> str:
+    """``stem + suffix``, or when that is longer than a file name in ``folder`` may be, the
+    start of ``stem``, a dash, 16 hex digits of the sha256 of the whole stem, and ``suffix``."""
+    limit = _name_max(folder)
+    name = stem + suffix
+    if len(os.fsencode(name)) <= limit:
+        return name
+    tail = f"-{hashlib.sha256(os.fsencode(stem)).hexdigest()[:16]}{suffix}"
+    room = max(limit - len(os.fsencode(tail)), 0)
+    # Cut in bytes, then drop a character the cut split in two (a name may hold any letter).
+    start = os.fsencode(stem)[:room].decode("utf-8", "ignore") if room else ""
+    while len(os.fsencode(start)) > room:
+        start = start[:-1]
+    return start + tail
+
+
+def _name_max(folder: Path) -> int:
+    """The longest file name (in bytes) the file system of ``folder`` takes; 255 when it cannot say."""
+    existing = next((p for p in (folder, *folder.parents) if p.is_dir()), None)
+    try:
+        found = os.pathconf(existing if existing is not None else ".", "PC_NAME_MAX")
+    except (OSError, ValueError, AttributeError):  # no pathconf (Windows), or no such setting
+        return 255
+    return found if found > 0 else 255
 
 
 @pytest.fixture
@@ -322,7 +352,10 @@ def _recorded(planned: _TestRun, config: pytest.Config) -> Generator[None, objec
 
 
 def _save(scratch: Path, run_id: str, trace: Path, config: pytest.Config) -> None:
-    recorded = scratch / f"{run_id}.jsonl"
+    from ._trace_paths import checked_run_id, path_inside
+
+    # The recording's own run id (checked when the run was made); kept inside the scratch folder all the same.
+    recorded = path_inside(scratch, f"{checked_run_id(run_id, where='the recording')}.jsonl")
     others = sorted(p.stem for p in scratch.glob("*.jsonl") if p != recorded)
     if others:
         pytest.fail(

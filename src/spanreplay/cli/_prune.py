@@ -25,7 +25,8 @@ import orjson
 from .. import _semconv as sc
 from .._loader import runs as read_runs
 from .._salts import SALT_DIR, salt_path
-from ..errors import TraceFormatError
+from .._trace_paths import checked_run_id, path_inside
+from ..errors import TraceFormatError, UnsafeTraceValueError
 from ..readers import expand, read_file
 from ..readers._sources import BOM, GZIP_MAGIC
 from ..readers._zstd import MAGIC as ZSTD_MAGIC
@@ -196,6 +197,14 @@ def _prune_files(source: str, policy: Policy, dry_run: bool) -> _FilesPruned:
         if not found:
             continue  # no spanreplay run in it: never ours to touch
         pruned.seen.update(run.run_id for run in found)
+        try:
+            # A run id read from the file names its salt: one that could lead out of the
+            # trace dir (/abs/path, ../../x) leaves the whole file as it is.
+            for run in found:
+                checked_run_id(run.run_id, where=f"the trace file {name}")
+        except UnsafeTraceValueError as exc:
+            warn(f"kept {name}: {exc}")
+            continue
         expired: dict[str, _Removal] = {}
         for run in found:
             when = run_date(run.run_id) or run.started
@@ -224,6 +233,11 @@ def _prune_orphan_salts(source: str, policy: Policy, dry_run: bool, pruned: _Fil
         when = run_date(run_id)
         if run_id in pruned.seen or when is None or when >= oldest:
             continue
+        try:
+            path = path_inside(source, str(path.relative_to(source)))  # not through a link out of it
+        except UnsafeTraceValueError as exc:
+            warn(f"kept {path}, the salt of run {run_id} whose trace is gone: {exc}")
+            continue
         if not dry_run:
             try:
                 path.unlink()
@@ -238,7 +252,11 @@ def _prune_salts(pruned: _FilesPruned, dry_run: bool) -> None:
     """Remove the salt file of each run removed whole: it checks nothing once the run is gone."""
     for run_id in sorted(pruned.removed - pruned.kept_runs):
         for directory in sorted(pruned.places.get(run_id, ())):
-            path = salt_path(directory, run_id)
+            try:
+                path = salt_path(directory, run_id, where=f"a trace file in {directory}")
+            except UnsafeTraceValueError as exc:  # already refused when its file was read; kept safe here too
+                warn(f"kept the salt of removed run {run_id!r} in {directory}: {exc}")
+                continue
             if not path.is_file():
                 continue
             if not dry_run:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import threading
 from pathlib import Path
 
@@ -21,12 +20,12 @@ from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
 from .. import _semconv as sc
+from .._trace_paths import checked_run_id, is_run_id, path_inside
 from ._foreign import guarded
 from ._otlp_json import LineEncoder, attributes_of
 
 logger = logging.getLogger("spanreplay")
 
-_SAFE_RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,200}")
 _FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
 
 
@@ -127,13 +126,13 @@ class DurableFileSpanProcessor(SpanProcessor):
             logger.debug("spanreplay could not write span %r of run %s", span.name, run_id, exc_info=True)
 
     def _open(self, run_id: str) -> int:
-        if not _SAFE_RUN_ID.fullmatch(run_id):
-            raise ValueError(f"run id {run_id!r} cannot name a trace file; use letters, digits, '_', '.' and '-'")
+        # Any code can put a run id on a span: it names a file only once it is a plain name.
+        name = f"{checked_run_id(run_id, where='a span being recorded')}.jsonl"
         with self._lock:
             fd = self._fds.get(run_id)
             if fd is None:
                 self.trace_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-                fd = os.open(self.path_for(run_id), _FLAGS, 0o600)
+                fd = os.open(path_inside(self.trace_dir, name), _FLAGS, 0o600)
                 self._fds[run_id] = fd
                 if os.fstat(fd).st_size:
                     self._appended.add(run_id)
@@ -160,7 +159,7 @@ class DurableFileSpanProcessor(SpanProcessor):
             self._appended.discard(run_id)
         if fd is not None:
             os.close(fd)
-        if shared or not self.enabled or not _SAFE_RUN_ID.fullmatch(run_id):
+        if shared or not self.enabled or not is_run_id(run_id):
             return False
         try:
             self.path_for(run_id).unlink()
