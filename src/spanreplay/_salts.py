@@ -7,6 +7,10 @@ file and never in it. The readers skip the directory (its name starts with a
 dot), ``spanreplay prune`` removes a run's salt with the run, and no span,
 export or database row holds it. Replay finds it beside the trace file the run
 was read from; a run read from anywhere else is replayed without it.
+
+The salt folder and files are opened without following links (``O_NOFOLLOW``,
+relative to the folder's own descriptor): a link planted in a shared trace
+folder can neither receive a salt nor hand replay one.
 """
 
 from __future__ import annotations
@@ -17,11 +21,14 @@ import secrets
 from pathlib import Path
 from typing import Final
 
+from ._private_files import NOFOLLOW, TraceFileLinkError, make_private_dirs, open_nofollow
+
 __all__ = ["SALT_DIR", "create_salt", "read_salt", "salt_beside", "salt_path"]
 
 SALT_DIR: Final = ".spanreplay-salts"
 _SALT_BYTES: Final = 32
-_FLAGS: Final = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+_FLAGS: Final = os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW
+_DIR_FLAGS: Final = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0)
 # Where a span was read from, as the file readers write it: "{file}:{line}", "{file} at byte {n}",
 # "{file} record {n} (at byte {n})" or "{file}" (a whole JSON document).
 _ORIGIN: Final = re.compile(r"(.+?)(?::\d+| at byte \d+| record \d+ \(at byte \d+\))?", re.DOTALL)
@@ -37,26 +44,44 @@ def create_salt(trace_dir: str | os.PathLike[str], run_id: str) -> bytes:
     already there when the run id was recorded to this directory before (its trace
     file holds both runs' spans, and one salt checks them all)."""
     path = salt_path(trace_dir, run_id)
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    make_private_dirs(path.parent)
     salt = secrets.token_bytes(_SALT_BYTES)
+    # The folder is opened once, without following a link, and the file inside it by name:
+    # a link swapped in for the folder after this open changes nothing.
+    folder = open_nofollow(path.parent, _DIR_FLAGS)
     try:
-        fd = os.open(path, _FLAGS, 0o600)
-    except FileExistsError:
-        existing = read_salt(path)
-        if existing is None:
+        try:
+            fd = os.open(path.name, _FLAGS, 0o600, dir_fd=folder)
+        except FileExistsError:
+            if os.path.islink(path):  # O_EXCL refuses a link whatever it points at
+                raise TraceFileLinkError(path) from None
+            existing = read_salt(path)
+            if existing is None:
+                raise
+            return existing
+        try:
+            data = salt.hex().encode() + b"\n"
+            while data:
+                data = data[os.write(fd, data) :]
+        except OSError:
+            os.unlink(path.name, dir_fd=folder)  # half a salt would refuse every later run of the id
             raise
-        return existing
-    try:
-        os.write(fd, salt.hex().encode() + b"\n")
+        finally:
+            os.close(fd)
     finally:
-        os.close(fd)
+        os.close(folder)
     return salt
 
 
 def read_salt(path: Path) -> bytes | None:
     """The salt in the file at ``path``; None when there is none, or it is not a salt."""
     try:
-        text = path.read_bytes()[: 4 * _SALT_BYTES].strip()
+        # Non-blocking: a FIFO planted under the salt's name would otherwise hang the open.
+        fd = open_nofollow(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        try:
+            text = os.read(fd, 4 * _SALT_BYTES).strip()
+        finally:
+            os.close(fd)
         salt = bytes.fromhex(text.decode("ascii"))
     except (OSError, ValueError):
         return None
