@@ -15,7 +15,8 @@ from typing import Any
 import orjson
 
 from ._events import ErrorInfo
-from ._payloads import json_default
+from ._payloads import ESCAPED_RECORD, encode_error_record
+from ._text_escapes import unescaped_values
 from .errors import RecordedError, TraceFormatError
 
 _FIELD_TYPES = (str, int, float, bool, type(None))
@@ -27,9 +28,9 @@ def encode_error(exc: BaseException) -> bytes:
     """JSON for a raised exception: type, module, message, args and structured fields.
 
     Never raises: an exception with a broken ``__str__`` or a property that fails is
-    still recorded, with what could be read.
+    still recorded, with what could be read, and text UTF-8 cannot hold is escaped.
     """
-    return orjson.dumps(error_record(exc), default=json_default)
+    return encode_error_record(error_record(exc))
 
 
 def error_record(exc: BaseException) -> dict[str, Any]:
@@ -65,6 +66,9 @@ def decode_error(data: bytes, *, origin: str = "") -> ErrorInfo:
     """The ErrorInfo in an error payload written by ``encode_error``."""
     try:
         record = orjson.loads(data)
+        if record.get(ESCAPED_RECORD) is True:
+            # Text UTF-8 could not hold, escaped when recorded: the identical strings again.
+            record = unescaped_values(record)
         args = record.get("args")
         return ErrorInfo(
             type_name=str(record["type"]),

@@ -15,6 +15,7 @@ from typing import Any, Final
 import orjson
 
 from . import _semconv as sc
+from ._text_escapes import escaped_values, readable
 from .errors import PayloadIntegrityError, TraceFormatError
 
 # Grafana Tempo cuts string attributes at 2048 bytes by default but leaves arrays
@@ -48,13 +49,65 @@ _OUTPUT_OPTS: Final = orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY
 
 
 def encode_input(value: Any) -> bytes:
-    """Canonical JSON for an input: sorted keys, so equal inputs give equal bytes."""
-    return orjson.dumps(value, default=json_default, option=_INPUT_OPTS)
+    """Canonical JSON for an input: sorted keys, so equal inputs give equal bytes.
+
+    Never raises: an input JSON cannot hold as it is is written as well as it can be,
+    the same way on record and on replay (both encode with this function), so its
+    step is recorded and compared rather than lost. Strings UTF-8 cannot hold are
+    escaped (``_text_escapes``); a value orjson still refuses (an integer past 64
+    bits, nesting past its depth) becomes an ``UNENCODABLE_INPUT`` object naming its
+    type, with its repr.
+    """
+    try:
+        return orjson.dumps(value, default=json_default, option=_INPUT_OPTS)
+    except Exception:  # orjson's refusal, or a model_dump() that raised
+        pass
+    try:
+        return orjson.dumps(escaped_values(value), default=json_default, option=_INPUT_OPTS)
+    except Exception:
+        return unencodable_marker(UNENCODABLE_INPUT, value)
+
+
+def unencodable_marker(key: str, value: Any) -> bytes:
+    """``{key: "module.Type", "repr": "..."}``: what is recorded of a value JSON cannot hold."""
+    kind = type(value)
+    try:
+        text = readable(stable_repr(value))
+    except Exception:  # a repr that raises, or recurses too deep
+        text = f"<{kind.__qualname__}>"
+    return orjson.dumps({key: f"{kind.__module__}.{kind.__qualname__}", "repr": text})
+
+
+# The key of the object an input is recorded as when JSON cannot hold it in any form.
+UNENCODABLE_INPUT: Final = "!unencodable"
 
 
 def encode_output(value: Any) -> bytes:
     """JSON for an output, keys in their original order (agent code may iterate them)."""
     return orjson.dumps(value, default=json_default, option=_OUTPUT_OPTS)
+
+
+def encode_error_record(record: dict[str, Any]) -> bytes:
+    """``encode_output`` for an error record (``_error_records.error_record``): never raises.
+
+    A record with text UTF-8 cannot hold (a file name in an OSError's fields) has every
+    string escaped and is marked ``ESCAPED_RECORD``, so ``decode_error`` gives the
+    identical strings back; a record JSON still cannot hold (an integer past 64 bits
+    in its fields) keeps its type, module and message without the args and fields.
+    """
+    try:
+        return encode_output(record)
+    except Exception:
+        pass
+    try:
+        return encode_output({**escaped_values(record, every=True), ESCAPED_RECORD: True})
+    except Exception:
+        kept = {name: record.get(name) for name in ("type", "module", "message")}
+        return encode_output({**escaped_values(kept, every=True), "args": None, "fields": {}, ESCAPED_RECORD: True})
+
+
+# Set in an error record whose strings were all written by _text_escapes.escape: readers unescape them.
+ESCAPED_RECORD: Final = "escaped"
 
 
 def payload_attributes(name: str, data: bytes) -> dict[str, Any]:

@@ -25,12 +25,13 @@ from ._error_records import error_record
 from ._input_refs import InputHistory
 from ._keep import settle_run
 from ._masked_checks import InputChecks
-from ._payloads import add_payload, encode_input, encode_output
+from ._output_payloads import output_payload
+from ._payloads import add_payload, encode_error_record, encode_input
 from ._runs import Decoder, Mode, Run, Scope, current_scope_var
 from ._trace_paths import is_run_id
 from .errors import ConfigurationError
 from .masking import MaskingSession
-from .masking._names import NameMasker, masked_keys
+from .masking._names import NameMasker
 
 logger = logging.getLogger("spanreplay")
 
@@ -152,7 +153,7 @@ class RecordingRun(Run):
                     error_type = self._names(type(exc).__qualname__)
                     attributes[sc.ERROR_TYPE] = error_type
                     record, masked = self.mask("run", self.agent, "error", error_record(exc))
-                    add_payload(attributes, sc.RUN_ERROR, encode_output(record))
+                    add_payload(attributes, sc.RUN_ERROR, encode_error_record(record))
                     if masked:
                         attributes[sc.RUN_ERROR + sc.MASKED_SUFFIX] = masked
                     span.set_status(Status(StatusCode.ERROR, error_type))
@@ -360,27 +361,21 @@ class RecordingRun(Run):
             attributes: dict[str, Any] = {sc.AWAITED: True} if awaited else {}
             types = None
             if exc is None:
-                # Values JSON cannot say (a datetime, a dataclass) are written as readable JSON
-                # and named by type tags beside it, so replay gives back the same types.
-                part, name, (value, types, unencodable) = "output", sc.OUTPUT, _typed.to_json(result)
-                if types is not None and self._masking is not None:
-                    # Tagged: it may hold dict keys that are not plain strings, kept as they are.
-                    rekeyed = masked_keys(result, self._names)
-                    if rekeyed is not result:
-                        result = rekeyed
-                        value, types, unencodable = _typed.to_json(result)
-                if unencodable:
-                    _typed.report_unencodable(self, self.run_id, kind, key, unencodable)
+                name = sc.OUTPUT
+                data, masked, types = output_payload(
+                    kind,
+                    key,
+                    result,
+                    masked_payload=self._masked_payload,
+                    names=self._names if self._masking is not None else None,
+                    report=self._report_unencodable,
+                )
             else:
-                part, name, value = "error", sc.ERROR, error_record(exc)
-            _, data, masked = self._masked_payload(kind, key, part, value, encode_output)
+                name = sc.ERROR
+                _, data, masked = self._masked_payload(kind, key, "error", error_record(exc), encode_error_record)
             add_payload(attributes, name, data)
             if masked:
                 attributes[name + sc.MASKED_SUFFIX] = masked
-                if types is not None:
-                    # A masked value is recorded as its masked text: its tag goes (a tag for each
-                    # item, so that one masked item does not take its siblings' tags with it).
-                    types = _typed.without_masked(_typed.to_json(result, collapse=False)[1] or "{}", masked)
             if types is not None:
                 add_payload(attributes, sc.OUTPUT_TYPES, types.encode())
             if exc is not None:
@@ -394,6 +389,9 @@ class RecordingRun(Run):
             span.end()
         except Exception:
             self.internal_failure("finish a boundary span")
+
+    def _report_unencodable(self, kind: str, key: str, found: list[tuple[str, str]]) -> None:
+        _typed.report_unencodable(self, self.run_id, kind, key, found)
 
     def mask(self, kind: str, key: str, part: str, value: Any) -> tuple[Any, str | None]:
         """``value`` masked, and the JSON list of the paths masked (None when none were)."""

@@ -9,6 +9,10 @@ export or database row holds it. Replay finds it beside the trace file the run
 was read from; a run read from anywhere else is replayed without it. The run
 id names a salt file only when it is a plain run id (``_trace_paths``): one read
 from a trace could otherwise point anywhere.
+
+The salt folder and files are opened without following links (``O_NOFOLLOW``,
+relative to the folder's own descriptor): a link planted in a shared trace
+folder can neither receive a salt nor hand replay one.
 """
 
 from __future__ import annotations
@@ -19,13 +23,15 @@ import secrets
 from pathlib import Path
 from typing import Final
 
+from ._private_files import NOFOLLOW, TraceFileLinkError, make_private_dirs, open_nofollow
 from ._trace_paths import checked_run_id, path_inside
 
 __all__ = ["SALT_DIR", "create_salt", "read_salt", "salt_beside", "salt_path"]
 
 SALT_DIR: Final = ".spanreplay-salts"
 _SALT_BYTES: Final = 32
-_FLAGS: Final = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+_FLAGS: Final = os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW
+_DIR_FLAGS: Final = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0)
 # Where a span was read from, as the file readers write it: "{file}:{line}", "{file} at byte {n}",
 # "{file} record {n} (at byte {n})" or "{file}" (a whole JSON document).
 _ORIGIN: Final = re.compile(r"(.+?)(?::\d+| at byte \d+| record \d+ \(at byte \d+\))?", re.DOTALL)
@@ -46,27 +52,47 @@ def create_salt(trace_dir: str | os.PathLike[str], run_id: str) -> bytes:
     """A new random salt for the run, written owner-only beside its trace file; the salt
     already there when the run id was recorded to this directory before (its trace
     file holds both runs' spans, and one salt checks them all)."""
-    path = salt_path(trace_dir, run_id)
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    # Not salt_path(): that resolves links to check where they lead, while this opens the
+    # folder and the file without following any, and names a planted link as one.
+    path = Path(trace_dir) / SALT_DIR / f"{checked_run_id(run_id, where='the run being recorded')}.salt"
+    make_private_dirs(path.parent)
     salt = secrets.token_bytes(_SALT_BYTES)
+    # The folder is opened once, without following a link, and the file inside it by name:
+    # a link swapped in for the folder after this open changes nothing.
+    folder = open_nofollow(path.parent, _DIR_FLAGS)
     try:
-        fd = os.open(path, _FLAGS, 0o600)
-    except FileExistsError:
-        existing = read_salt(path)
-        if existing is None:
+        try:
+            fd = os.open(path.name, _FLAGS, 0o600, dir_fd=folder)
+        except FileExistsError:
+            if os.path.islink(path):  # O_EXCL refuses a link whatever it points at
+                raise TraceFileLinkError(path) from None
+            existing = read_salt(path)
+            if existing is None:
+                raise
+            return existing
+        try:
+            data = salt.hex().encode() + b"\n"
+            while data:
+                data = data[os.write(fd, data) :]
+        except OSError:
+            os.unlink(path.name, dir_fd=folder)  # half a salt would refuse every later run of the id
             raise
-        return existing
-    try:
-        os.write(fd, salt.hex().encode() + b"\n")
+        finally:
+            os.close(fd)
     finally:
-        os.close(fd)
+        os.close(folder)
     return salt
 
 
 def read_salt(path: Path) -> bytes | None:
     """The salt in the file at ``path``; None when there is none, or it is not a salt."""
     try:
-        text = path.read_bytes()[: 4 * _SALT_BYTES].strip()
+        # Non-blocking: a FIFO planted under the salt's name would otherwise hang the open.
+        fd = open_nofollow(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        try:
+            text = os.read(fd, 4 * _SALT_BYTES).strip()
+        finally:
+            os.close(fd)
         salt = bytes.fromhex(text.decode("ascii"))
     except (OSError, ValueError):
         return None

@@ -13,7 +13,10 @@ type tags: ``{"$":"tuple","when":"datetime","items[*]":"shop.models:Item"}``.
 Tags: a name without a colon is a type spanreplay knows (``datetime``, ``tuple``,
 ``bytes``, ...); ``module:qualname`` is a user class (a dataclass, a pydantic
 model, a NamedTuple, an Enum, or a class given to ``register_type``); a tag that
-starts with ``!`` marks a value that could not be recorded at all.
+starts with ``!`` marks a value that could not be recorded at all; one that starts
+with ``~`` marks text written with escapes because UTF-8 cannot hold it (a file
+name with a lone surrogate), followed by the type built from the text: ``~str``,
+``~PosixPath``.
 
 Replay builds user classes only from the tool's return annotation or from
 ``register_type``: a trace file is untrusted input and never makes replay import
@@ -30,6 +33,7 @@ import pathlib
 import uuid
 import weakref
 from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from datetime import date, datetime, time, timedelta
 from decimal import Decimal
 from typing import Any, Final
@@ -37,7 +41,9 @@ from typing import Any, Final
 import orjson
 
 from ._payloads import stable_repr
+from ._text_escapes import escape, readable, utf8_ok
 from ._typed_registry import (
+    ESCAPED,
     PATHS,
     REGISTRY,
     SCALARS,
@@ -58,16 +64,32 @@ __all__ = ["report_unencodable", "to_json", "without_masked"]
 Tags = dict[str, str]
 
 
-def to_json(value: Any, *, collapse: bool = True) -> tuple[Any, str | None, list[tuple[str, str]]]:
+# Set while to_json(escape_text=True) runs: strings are checked for text UTF-8 cannot hold.
+_ESCAPING: ContextVar[bool] = ContextVar("spanreplay_escaping_text", default=False)
+
+
+def to_json(
+    value: Any, *, collapse: bool = True, escape_text: bool = False
+) -> tuple[Any, str | None, list[tuple[str, str]]]:
     """``value`` as JSON-ready data, its tags as compact JSON (None when it needs none), and
     the (path, type) of each value that could not be recorded.
 
     The common case, a value that is JSON already, is settled by one walk that copies nothing.
     ``collapse``: one ``[*]`` tag for a list whose items all carry the same tags.
+    ``escape_text``: also write each string UTF-8 cannot hold (values, dict keys, paths)
+    escaped, under a ``~`` tag. The record path asks for it only after the JSON encoder
+    refused the output, so the common case never pays for the check.
     """
-    if type(value) in SCALARS or _plain(value):
+    if escape_text:
+        token = _ESCAPING.set(True)
+        try:
+            data, tags = _encode(value, collapse)
+        finally:
+            _ESCAPING.reset(token)
+    elif type(value) in SCALARS or _plain(value):
         return value, None, []
-    data, tags = _encode(value, collapse)
+    else:
+        data, tags = _encode(value, collapse)
     if not tags:
         return data, None, []
     absolute = {absolute_path(path): tag for path, tag in tags.items()}
@@ -128,7 +150,7 @@ def _encode_list(items: list[Any] | tuple[Any, ...], collapse: bool) -> tuple[li
 
 def _encode_dict(value: Mapping[Any, Any], collapse: bool) -> tuple[Any, Tags]:
     tags: Tags = {}
-    if all(type(key) is str for key in value):
+    if all(type(key) is str for key in value) and not (_ESCAPING.get() and not all(map(utf8_ok, value))):
         data: dict[str, Any] = {}
         for key, item in value.items():
             encoded, child = _encode(item, collapse)
@@ -146,6 +168,8 @@ def _encode(value: Any, collapse: bool) -> tuple[Any, Tags | None]:
     """``value`` JSON-ready, and its tags relative to it ("" for itself), or None when it needs none."""
     kind = type(value)
     if kind in SCALARS:
+        if kind is str and not value.isascii() and _ESCAPING.get() and not utf8_ok(value):
+            return escape(value), {"": ESCAPED + "str"}
         return value, None
     if kind is dict:
         data, tags = _encode_dict(value, collapse)
@@ -252,8 +276,29 @@ def _unencodable(value: Any, collapse: bool) -> tuple[Any, Tags | None]:
     return text, {"": UNENCODABLE + name}
 
 
+def unencodable_output(value: Any) -> tuple[str, str, str]:
+    """What is recorded of an output JSON cannot hold in any form (an integer past 64 bits,
+    nesting past the encoder's depth): its text, tags that make replay refuse the step,
+    and its type's name."""
+    text, tags = _unencodable(value, True)
+    tag = (tags or {}).get("", UNENCODABLE)
+    return readable(str(text)), orjson.dumps({"$": tag}).decode(), tag[len(UNENCODABLE) :]
+
+
 def _passthrough(value: Any, collapse: bool) -> tuple[Any, Tags | None]:
+    if isinstance(value, str) and _ESCAPING.get() and not utf8_ok(value):
+        return escape(value), {"": ESCAPED + "str"}
     return value, None
+
+
+def _path(tag: str) -> Encoder:
+    def encode(value: Any, collapse: bool) -> tuple[Any, Tags | None]:
+        text = str(value)
+        if _ESCAPING.get() and not utf8_ok(text):  # a file name that is not UTF-8
+            return escape(text), {"": ESCAPED + tag}
+        return text, {"": tag}
+
+    return encode
 
 
 def _encoder_for(kind: type) -> Encoder:
@@ -272,7 +317,7 @@ def _encoder_for(kind: type) -> Encoder:
         elif issubclass(kind, pathlib.PurePath):
             # The nearest of pathlib's public classes (they live in pathlib._local from 3.13).
             base = next(cls for cls in kind.__mro__ if PATHS.get(cls.__name__) is cls)
-            encoder = _text(base.__name__, str)
+            encoder = _path(base.__name__)
         else:
             # A subclass of a type spanreplay knows (a datetime subclass) comes back as that type.
             known = [cls for cls in _BUILTIN_ENCODERS if issubclass(kind, cls)]
@@ -338,7 +383,11 @@ def without_masked(types: str, masked: str) -> str | None:
     kept = {
         path: tag
         for path, tag in tags.items()
-        if tag.startswith(UNENCODABLE) or not any(under_path(path, masked_path) for masked_path in paths)
+        # An escaped str keeps its tag: masking replaced part of its text (an email in a
+        # file name), and the rest still holds the escapes to undo.
+        if tag.startswith(UNENCODABLE)
+        or tag == ESCAPED + "str"
+        or not any(under_path(path, masked_path) for masked_path in paths)
     }
     return orjson.dumps(kept).decode() if kept else None
 

@@ -42,6 +42,9 @@ SCALARS: Final = frozenset({str, int, float, bool, type(None)})
 IDENTIFIER: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # A value that could not be recorded: the tag is "!" and the name of its type.
 UNENCODABLE: Final = "!"
+# Text UTF-8 cannot hold, escaped (``_text_escapes``): "~" and the type built from the
+# unescaped text ("~str", "~PosixPath").
+ESCAPED: Final = "~"
 # pathlib's concrete and pure classes, by name: the only ones a Path tag may name.
 PATHS: Final = {
     name: getattr(pathlib, name)

@@ -22,8 +22,10 @@ from .errors import UnservableOutputError
 if typing.TYPE_CHECKING:
     from ._events import Event
 
+from ._text_escapes import unescape
 from ._typed_hints import Hint, Hints, ReturnDecoder, field_hint, item_hint
 from ._typed_registry import (
+    ESCAPED,
     PATHS,
     REGISTRY,
     TIMEDELTA,
@@ -334,6 +336,20 @@ def _decimal(text: str) -> Decimal:
 def _build(target: Any, value: Any, ctx: _Context, path: list[Any], *, tagged: bool) -> Any:
     """The value of tag ``target`` (a name spanreplay knows, or a trusted class) from its JSON."""
     try:
+        if isinstance(target, str) and target.startswith(ESCAPED):
+            # Text UTF-8 could not hold, written with escapes: the identical str again, then its type.
+            try:
+                value = unescape(value)
+            except ValueError:
+                if not ctx.is_masked(path):
+                    raise
+                # Masking rewrote the text when it was recorded (a placeholder across an escape):
+                # served as the masked text it is, like any masked value.
+            target = target[len(ESCAPED) :]
+            if target == "str":
+                return value
+            if target not in PATHS:
+                raise ValueError(f"escaped text is recorded only for str and paths, not {target}")
         if isinstance(target, str):
             builder = _BUILTIN_DECODERS.get(target)
             if builder is None:
