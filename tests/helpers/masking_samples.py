@@ -122,7 +122,8 @@ def api_keys(draw: st.DrawFn) -> str:
     if kind == 5:
         return f"xoxb-{draw(_digits(12))}-{draw(_token(24))}"
     if kind == 7:
-        return f"xapp-1-A{draw(_digits(10))}-{draw(_digits(13))}-{draw(st.text('0123456789abcdef', min_size=64, max_size=64))}"
+        tail = draw(st.text("0123456789abcdef", min_size=64, max_size=64))
+        return f"xapp-1-A{draw(_digits(10))}-{draw(_digits(13))}-{tail}"
     header = draw(_token(12))
     return f"eyJ{header}.eyJ{draw(_token(20))}.{draw(st.text(TOKEN, min_size=0, max_size=43))}"
 
@@ -179,6 +180,7 @@ def written(kind: str, secret: str) -> str:
     if kind == "url_password":
         return f"postgres://app:{secret}@db.internal:5432/orders"
     return secret
+
 
 FILLER = st.sampled_from(
     [

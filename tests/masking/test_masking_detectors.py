@@ -94,7 +94,11 @@ FINDINGS = [
     ("aws_secret_access_key", f'{{"SecretAccessKey": "{AWS_SECRET}"}}', AWS_SECRET),
     ("aws_secret_access_key", f"export AWS_SECRET_ACCESS_KEY={AWS_SECRET}", AWS_SECRET),
     ("aws_secret_access_key", f"password: '{AWS_SECRET}'", AWS_SECRET),
-    ("slack_token", "app xapp-1-A0123456789-1234567890123-abcdef0123456789 ok", "xapp-1-A0123456789-1234567890123-abcdef0123456789"),
+    (
+        "slack_token",
+        "app xapp-1-A0123456789-1234567890123-abcdef0123456789 ok",
+        "xapp-1-A0123456789-1234567890123-abcdef0123456789",
+    ),
     ("url_password", "DATABASE_URL=postgres://app:s3cr3t!@localhost:5432/db", "s3cr3t!"),
     ("url_password", "redis://:hunter2@cache:6379/0", "hunter2"),
     ("url_password", "see https://bob:p%40ss:w0rd@git.internal/repo.git", "p%40ss:w0rd"),

@@ -124,7 +124,9 @@ def secret_detectors() -> list[Detector]:
                 # Forty base64 characters under a credential's name: aws_secret_access_key,
                 # SecretAccessKey, secret, password (as written in a config file, an
                 # environment dump, a JSON text inside a string).
-                _named_aws_secret("ecret(?<=[Ss]ecret)(?:_?[Aa]ccess_?[Kk]ey)?", "[Ss]ecret(?:_?[Aa]ccess_?[Kk]ey)?", "ecret"),
+                _named_aws_secret(
+                    "ecret(?<=[Ss]ecret)(?:_?[Aa]ccess_?[Kk]ey)?", "[Ss]ecret(?:_?[Aa]ccess_?[Kk]ey)?", "ecret"
+                ),
                 _named_aws_secret("ECRET(?<=SECRET)(?:_?ACCESS_?KEY)?", "SECRET(?:_?ACCESS_?KEY)?", "ECRET"),
                 _named_aws_secret("assword(?<=[Pp]assword)", "[Pp]assword", "assword"),
                 _named_aws_secret("ASSWORD(?<=PASSWORD)", "PASSWORD", "ASSWORD"),
@@ -161,17 +163,17 @@ def secret_detectors() -> list[Detector]:
         hinted_detector(
             "slack_token",
             [
-            hinted(
-                rf"xox(?<![A-Za-z0-9_]xox)[bpaers]-[A-Za-z0-9\-{_ZW}]{{10,}}+",
-                literals=("xox",),
-                prefilter=r"xox[bpaers]-[A-Za-z0-9\-?\x80-\xff]{10}",
-            ),
-            # App-level tokens: xapp-1-A0123456789-1234567890123-abc...
-            hinted(
-                rf"xapp(?<![A-Za-z0-9_]xapp)-[A-Za-z0-9\-{_ZW}]{{10,}}+",
-                literals=("xapp-",),
-                prefilter=r"xapp-[A-Za-z0-9\-?\x80-\xff]{10}",
-            ),
+                hinted(
+                    rf"xox(?<![A-Za-z0-9_]xox)[bpaers]-[A-Za-z0-9\-{_ZW}]{{10,}}+",
+                    literals=("xox",),
+                    prefilter=r"xox[bpaers]-[A-Za-z0-9\-?\x80-\xff]{10}",
+                ),
+                # App-level tokens: xapp-1-A0123456789-1234567890123-abc...
+                hinted(
+                    rf"xapp(?<![A-Za-z0-9_]xapp)-[A-Za-z0-9\-{_ZW}]{{10,}}+",
+                    literals=("xapp-",),
+                    prefilter=r"xapp-[A-Za-z0-9\-?\x80-\xff]{10}",
+                ),
             ],
             pseudonymize=False,
             min_length=15,
