@@ -6,7 +6,7 @@ import inspect
 import logging
 import re
 import secrets
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any, Final, TypeVar
@@ -26,6 +26,7 @@ from ._error_records import error_record
 from ._input_refs import InputHistory
 from ._keep import settle_run
 from ._masked_checks import InputChecks
+from ._others_masking import OthersMasking, mask_sdk_span
 from ._payloads import add_payload, encode_input, encode_output
 from ._runs import Decoder, Mode, Run, Scope, current_scope_var
 from .errors import ConfigurationError
@@ -101,6 +102,12 @@ class RecordingRun(Run):
         self._checks: InputChecks | None = None
         # A model call's input repeats the conversation so far: written as a reference to the last one.
         self._inputs = InputHistory()
+        # Masks what others write on this run's spans; None while masking is off.
+        self._others: OthersMasking | None = None
+        # Spans started through the tracer's own start_span (the run's, and boundaries'
+        # where BoundarySpans cannot serve): id -> the attributes and name spanreplay
+        # gave them, so what others wrote can be told apart and masked as they end.
+        self._own: dict[int, tuple[Mapping[str, Any], str]] = {}
         # (kind, key) -> what each of its spans starts with (see _boundary).
         self._boundaries: dict[tuple[str, str], tuple[str, SpanKind, dict[str, Any]]] = {}
 
@@ -114,6 +121,9 @@ class RecordingRun(Run):
             if config.masker is not None and config.masker.enabled:
                 self._masking = config.masker.session()
                 self._checks = InputChecks.start(config.masker, config.trace_dir, self.run_id)
+                self._others = OthersMasking(config.masker)
+                if self._spans is not None:
+                    self._spans.others = self._others
             attributes: dict[str, Any] = {
                 sc.RUN_ID: self.run_id,
                 sc.RUN_STATUS: sc.RUN_STATUS_RUNNING,
@@ -127,6 +137,8 @@ class RecordingRun(Run):
             self._span = self._tracer.start_span(
                 sc.run_span_name(self.agent), kind=SpanKind.INTERNAL, attributes=attributes
             )
+            if self._others is not None:
+                self._own[id(self._span)] = (attributes, sc.run_span_name(self.agent))
             ctx = trace.set_span_in_context(self._span)
         except Exception:
             # Without a tracer the boundaries still run their real work, unrecorded.
@@ -159,6 +171,7 @@ class RecordingRun(Run):
                     if masked:
                         attributes[sc.RUN_ERROR + sc.MASKED_SUFFIX] = masked
                     span.set_status(Status(StatusCode.ERROR, error_type))
+                self._mask_others(span, "run", self.agent)
                 span.set_attributes(attributes)
                 span.end()
         except Exception:
@@ -315,6 +328,8 @@ class RecordingRun(Run):
                 span = spans.start(name, scope.context, span_kind, attributes)
             else:
                 span = self._tracer.start_span(name, context=scope.context, kind=span_kind, attributes=attributes)
+                if self._others is not None:
+                    self._own[id(span)] = (attributes, name)
             return span, Scope(self, call_id, trace.set_span_in_context(span))
         except Exception:
             self.internal_failure(f"start the span of {kind} {key!r}")
@@ -365,13 +380,18 @@ class RecordingRun(Run):
             if exc is None:
                 # Values JSON cannot say (a datetime, a dataclass) are written as readable JSON
                 # and named by type tags beside it, so replay gives back the same types.
-                part, name, (value, types, unencodable) = "output", sc.OUTPUT, _typed.to_json(result)
+                mask_bytes = self._mask_bytes if self._others is not None and kind not in _GENERATED else None
+                part, name, (value, types, unencodable) = (
+                    "output",
+                    sc.OUTPUT,
+                    _typed.to_json(result, mask_bytes=mask_bytes),
+                )
                 if types is not None and self._masking is not None:
                     # Tagged: it may hold dict keys that are not plain strings, kept as they are.
                     rekeyed = masked_keys(result, self._names)
                     if rekeyed is not result:
                         result = rekeyed
-                        value, types, unencodable = _typed.to_json(result)
+                        value, types, unencodable = _typed.to_json(result, mask_bytes=mask_bytes)
                 if unencodable:
                     _typed.report_unencodable(self, self.run_id, kind, key, unencodable)
             else:
@@ -391,12 +411,32 @@ class RecordingRun(Run):
             if type(span) is BoundarySpan:
                 span.set_own(attributes)
             else:
+                self._mask_others(span, kind, key)
                 span.set_attributes(attributes)
             if exc is not None:
                 span.set_status(Status(StatusCode.ERROR, attributes[sc.ERROR_TYPE]))
             span.end()
         except Exception:
             self.internal_failure("finish a boundary span")
+
+    def _mask_bytes(self, data: Any) -> Any:
+        """Bytes in an output, masked as the text they hold and kept bytes (see ``masking._bytes``)."""
+        assert self._others is not None
+        try:
+            return self._others.masker.mask_bytes(data)[0]
+        except Exception:
+            self.internal_failure("mask the bytes in an output")
+            return type(data)(_WITHHELD.encode())  # what could not be masked is not recorded
+
+    def _mask_others(self, span: trace.Span, kind: str, key: str) -> None:
+        """Mask what others wrote on a span the tracer started, before spanreplay's last
+        attributes go on it and it ends (a ``BoundarySpan`` does this as it ends)."""
+        own = self._own.pop(id(span), None)
+        if self._others is None or own is None:
+            return
+        attributes, name = own
+        if not mask_sdk_span(self._others, span, kind, key, attributes, name):
+            logger.debug("spanreplay cannot mask what others set on a %s span", type(span).__name__)
 
     def mask(self, kind: str, key: str, part: str, value: Any) -> tuple[Any, str | None]:
         """``value`` masked, and the JSON list of the paths masked (None when none were)."""

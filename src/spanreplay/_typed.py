@@ -30,6 +30,7 @@ import pathlib
 import uuid
 import weakref
 from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from datetime import date, datetime, time, timedelta
 from decimal import Decimal
 from typing import Any, Final
@@ -57,15 +58,25 @@ __all__ = ["report_unencodable", "to_json", "without_masked"]
 Tags = dict[str, str]
 
 
-def to_json(value: Any, *, collapse: bool = True) -> tuple[Any, str | None, list[tuple[str, str]]]:
+def to_json(
+    value: Any, *, collapse: bool = True, mask_bytes: BytesMasker | None = None
+) -> tuple[Any, str | None, list[tuple[str, str]]]:
     """``value`` as JSON-ready data, its tags as compact JSON (None when it needs none), and
     the (path, type) of each value that could not be recorded.
 
     The common case, a value that is JSON already, is settled by one walk that copies nothing.
     ``collapse``: one ``[*]`` tag for a list whose items all carry the same tags.
+    ``mask_bytes``: masks each ``bytes``/``bytearray``/``memoryview`` in ``value`` before it
+    is written as base64 (its tag stays: replay gives bytes back).
     """
     if type(value) in SCALARS or _plain(value):
         return value, None, []
+    if mask_bytes is not None:
+        token = _bytes_masker.set(mask_bytes)
+        try:
+            return to_json(value, collapse=collapse)
+        finally:
+            _bytes_masker.reset(token)
     data, tags = _encode(value, collapse)
     if not tags:
         return data, None, []
@@ -280,8 +291,19 @@ def _encoder_for(kind: type) -> Encoder:
     return encoder
 
 
+# While ``to_json`` runs for a recording that masks: what masks the bytes in an output
+# (bytes in, bytes of the same type out) before they are written as base64, where no
+# detector could find anything any more.
+BytesMasker = Callable[[Any], Any]
+_bytes_masker: ContextVar[BytesMasker | None] = ContextVar("spanreplay_bytes_masker", default=None)
+
+
 def _b64(value: Any) -> str:
-    return base64.b64encode(bytes(value)).decode()
+    mask = _bytes_masker.get()
+    data = bytes(value) if type(value) is memoryview else value
+    if mask is not None:
+        data = mask(data)
+    return base64.b64encode(data).decode()
 
 
 _BUILTIN_ENCODERS: Final[dict[type, Encoder]] = {
