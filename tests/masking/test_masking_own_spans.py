@@ -281,3 +281,45 @@ def test_a_planted_secret_never_survives_bytes_masking(planted: tuple[str, str],
     data = noise + b" " + written(kind, secret).encode() + b" " + noise
     masked, _ = FAST.mask_bytes(data)
     assert secret.encode() not in masked
+
+
+def test_spans_the_sdk_starts_itself_are_masked_too(tmp_path: Path) -> None:
+    # An attribute length limit makes spanreplay start its boundary spans through the SDK's
+    # own start_span (as for the run span): what others set there is masked in place.
+    from opentelemetry.sdk.trace import SpanLimits
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider(span_limits=SpanLimits(max_attribute_length=100_000))
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    spanreplay.configure(trace_dir=tmp_path / "traces", tracer_provider=provider, raise_internal_errors=True)
+    try:
+
+        @spanreplay.tool(name="note")
+        def note() -> str:
+            span = trace.get_current_span()
+            assert type(span).__name__ != "BoundarySpan"
+            span.set_attribute("enduser.id", "jane.doe@example.com")
+            span.add_event("sent to jane.doe@example.com", {"to": "jane.doe@example.com"})
+            span.update_name("note for jane.doe@example.com")
+            return "ok"
+
+        with spanreplay.record(agent="sdk spans"):
+            note()
+        provider.force_flush()
+        spans = exporter.get_finished_spans()
+        assert len(spans) == 2
+        for span in spans:
+            assert "jane.doe" not in span.name
+            assert all("jane.doe" not in str(value) for value in (span.attributes or {}).values())
+            for event in span.events:
+                assert "jane.doe" not in event.name
+                assert all("jane.doe" not in str(value) for value in (event.attributes or {}).values())
+        (tool,) = [span for span in spans if span.name.startswith("note")]
+        assert tool.attributes is not None and tool.attributes["enduser.id"] == "<email>"
+        data = b"".join(p.read_bytes() for p in (tmp_path / "traces").rglob("*.jsonl"))
+        assert b"jane.doe" not in data
+    finally:
+        provider.shutdown()
+        spanreplay.reset()
