@@ -317,7 +317,8 @@ def test_spans_the_sdk_starts_itself_are_masked_too(tmp_path: Path) -> None:
                 assert "jane.doe" not in event.name
                 assert all("jane.doe" not in str(value) for value in (event.attributes or {}).values())
         (tool,) = [span for span in spans if span.name.startswith("note")]
-        assert tool.attributes is not None and tool.attributes["enduser.id"] == "<email>"
+        assert tool.attributes is not None
+        assert tool.attributes["enduser.id"] == "<email>"
         data = b"".join(p.read_bytes() for p in (tmp_path / "traces").rglob("*.jsonl"))
         assert b"jane.doe" not in data
     finally:
