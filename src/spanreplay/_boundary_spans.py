@@ -41,6 +41,9 @@ from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags, TraceState
 from opentelemetry.util import types
 
+from . import _semconv as sc
+from ._others_masking import OthersMasking, bounded_list
+
 logger = logging.getLogger("spanreplay")
 
 __all__ = ["BoundarySpan", "BoundarySpans", "LineFields"]
@@ -93,6 +96,10 @@ class BoundarySpan(trace_api.Span, ReadableSpan):
         )
         self._spans = spans
         self._dropped = 0
+        # The names of the attributes others set (None: none yet), and whether someone
+        # renamed the span: masked once, as it ends (see ``_others_masking``).
+        self._others: set[str] | None = None
+        self._renamed = False
         if len(attributes) > spans.max_attributes:
             spans.trim(self)
 
@@ -102,6 +109,8 @@ class BoundarySpan(trace_api.Span, ReadableSpan):
         """Attributes spanreplay built: ``str``, ``int``, ``bool`` and tuples of ``str``."""
         if self._end_time is None:
             self._attributes.update(attributes)  # type: ignore[union-attr]
+            if self._others:
+                self._others.difference_update(attributes)
 
     @property
     def dropped_attributes(self) -> int:
@@ -141,7 +150,12 @@ class BoundarySpan(trace_api.Span, ReadableSpan):
     def set_attributes(self, attributes: Mapping[str, types.AttributeValue]) -> None:
         if self._ended("set attributes"):
             return
-        self._attributes.update(checked(attributes))  # type: ignore[union-attr]
+        values = checked(attributes)
+        self._attributes.update(values)  # type: ignore[union-attr]
+        if self._others is None:
+            self._others = set(values)
+        else:
+            self._others.update(values)
         self._spans.trim(self)
 
     def set_attribute(self, key: str, value: types.AttributeValue) -> None:
@@ -172,6 +186,7 @@ class BoundarySpan(trace_api.Span, ReadableSpan):
     def update_name(self, name: str) -> None:
         if not self._ended("update the name"):
             self._name = name
+            self._renamed = True
 
     def set_status(self, status: Status | StatusCode, description: str | None = None) -> None:
         # As the SDK: an ended span's status is final, so is OK, and UNSET changes nothing.
@@ -208,9 +223,33 @@ class BoundarySpan(trace_api.Span, ReadableSpan):
             return
         self._end_time = end_time if end_time is not None else time_ns()
         spans = self._spans
+        if spans.others is not None and (
+            self._others or self._events or self._links or self._renamed or self._status.description
+        ):
+            self._mask_others(spans.others)
         if len(self._attributes) > spans.max_attributes:  # type: ignore[arg-type]
             spans.trim(self)
         spans.ended(self)
+
+    def _mask_others(self, masking: OthersMasking) -> None:
+        """Mask what others wrote on this span, before any processor sees it ended."""
+        attributes: dict[str, Any] = self._attributes  # type: ignore[assignment]
+        kind, key = str(attributes.get(sc.KIND, "")), str(attributes.get(sc.KEY, ""))
+        names = self._others
+        if names:
+            others = {name: attributes[name] for name in names if name in attributes}
+            masked = masking.attributes(kind, key, others)
+            for name in others:
+                if name not in masked:
+                    del attributes[name]
+            attributes.update(masked)
+        if self._events:
+            self._events = bounded_list(self._events, masking.events(kind, key, list(self._events)))
+        if self._links:
+            self._links = bounded_list(self._links, masking.links(kind, key, list(self._links)))
+        if self._renamed:
+            self._name = masking.text(self._name)
+        self._status = masking.status(self._status)
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc_val: BaseException | None, exc_tb: TracebackType | None
@@ -243,6 +282,8 @@ class BoundarySpans:
         self._ids = tracer.id_generator
         self._processor: SpanProcessor = tracer.span_processor
         self._ending = getattr(self._processor, "_on_ending", None)
+        # Masks what others write on these spans as each ends; None: masking is off.
+        self.others: OthersMasking | None = None
         # No limit set reads as None: compared as the largest count.
         limit = limits.max_span_attributes
         self.max_attributes: int = limit if limit is not None else sys.maxsize

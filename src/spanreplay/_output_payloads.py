@@ -20,6 +20,7 @@ import orjson
 
 from . import _typed
 from ._payloads import encode_output
+from ._typed import BytesMasker
 from .masking._names import NameMasker, masked_keys
 
 __all__ = ["output_payload"]
@@ -36,15 +37,17 @@ def output_payload(
     masked_payload: MaskedPayload,
     names: NameMasker | None,
     report: Callable[[str, str, list[tuple[str, str]]], None],
+    mask_bytes: BytesMasker | None = None,
 ) -> tuple[bytes, str | None, str | None]:
     """The output's JSON (masked), the JSON list of the paths masked, and its type tags.
 
     ``names``: masks dict keys that are not plain strings (None when masking is off);
-    ``report``: told the kind, key and (path, type) of each value that could not be recorded.
+    ``report``: told the kind, key and (path, type) of each value that could not be recorded;
+    ``mask_bytes``: masks the bytes in the output before they are written as base64.
     """
     for escape_text in (False, True):
         try:
-            return _typed_output(kind, key, result, escape_text, masked_payload, names, report)
+            return _typed_output(kind, key, result, escape_text, masked_payload, names, report, mask_bytes)
         except orjson.JSONEncodeError:
             continue
     text, types, type_name = _typed.unencodable_output(result)
@@ -61,20 +64,21 @@ def _typed_output(
     masked_payload: MaskedPayload,
     names: NameMasker | None,
     report: Callable[[str, str, list[tuple[str, str]]], None],
+    mask_bytes: BytesMasker | None,
 ) -> tuple[bytes, str | None, str | None]:
-    value, types, unencodable = _typed.to_json(result, escape_text=escape_text)
+    value, types, unencodable = _typed.to_json(result, escape_text=escape_text, mask_bytes=mask_bytes)
     if types is not None and names is not None:
         # Tagged: it may hold dict keys that are not plain strings, kept as they are.
         rekeyed = masked_keys(result, names)
         if rekeyed is not result:
             result = rekeyed
-            value, types, unencodable = _typed.to_json(result, escape_text=escape_text)
+            value, types, unencodable = _typed.to_json(result, escape_text=escape_text, mask_bytes=mask_bytes)
     _, data, masked = masked_payload(kind, key, "output", value, encode_output)
     if unencodable:
         report(kind, key, unencodable)
     if masked and types is not None:
         # A masked value is recorded as its masked text: its tag goes (a tag for each
         # item, so that one masked item does not take its siblings' tags with it).
-        tagged = _typed.to_json(result, collapse=False, escape_text=escape_text)[1]
+        tagged = _typed.to_json(result, collapse=False, escape_text=escape_text, mask_bytes=mask_bytes)[1]
         types = _typed.without_masked(tagged or "{}", masked)
     return data, masked, types

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import inspect
 import logging
-import secrets
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any, Final, TypeVar
 
@@ -21,14 +19,16 @@ from ._alerts import run_failed
 from ._boundary_spans import BoundarySpan, BoundarySpans, checked
 from ._calls import Call
 from ._config import Settings, masker, settings
+from ._content_attributes import mask_content_attributes
 from ._error_records import error_record
 from ._input_refs import InputHistory
 from ._keep import settle_run
 from ._masked_checks import InputChecks
+from ._others_masking import OthersMasking
 from ._output_payloads import output_payload
 from ._payloads import add_payload, encode_error_record, encode_input
 from ._runs import Decoder, Mode, Run, Scope, current_scope_var
-from ._trace_paths import is_run_id
+from ._trace_paths import is_run_id, new_run_id
 from .errors import ConfigurationError
 from .masking import MaskingSession
 from .masking._names import NameMasker
@@ -37,13 +37,7 @@ logger = logging.getLogger("spanreplay")
 
 T = TypeVar("T")
 
-__all__ = ["RecordingRun", "new_run_id"]
-
-
-def new_run_id(now: datetime | None = None) -> str:
-    """``run_20261129_021503_a1b2c3d4``: the UTC start time, then 32 random bits."""
-    now = now or datetime.now(UTC)
-    return f"run_{now:%Y%m%d_%H%M%S}_{secrets.token_hex(4)}"
+__all__ = ["RecordingRun"]
 
 
 # Results that cannot be awaitable: skips the slower isawaitable() check for most tools.
@@ -99,6 +93,8 @@ class RecordingRun(Run):
         self._checks: InputChecks | None = None
         # A model call's input repeats the conversation so far: written as a reference to the last one.
         self._inputs = InputHistory()
+        # Masks what others write on this run's spans; None while masking is off.
+        self._others: OthersMasking | None = None
         # (kind, key) -> what each of its spans starts with (see _boundary).
         self._boundaries: dict[tuple[str, str], tuple[str, SpanKind, dict[str, Any]]] = {}
 
@@ -112,6 +108,9 @@ class RecordingRun(Run):
             if config.masker is not None and config.masker.enabled:
                 self._masking = config.masker.session()
                 self._checks = InputChecks.start(config.masker, config.trace_dir, self.run_id)
+                self._others = OthersMasking(config.masker)
+                if self._spans is not None:
+                    self._spans.others = self._others
             attributes: dict[str, Any] = {
                 sc.RUN_ID: self.run_id,
                 sc.RUN_STATUS: sc.RUN_STATUS_RUNNING,
@@ -125,6 +124,8 @@ class RecordingRun(Run):
             self._span = self._tracer.start_span(
                 sc.run_span_name(self.agent), kind=SpanKind.INTERNAL, attributes=attributes
             )
+            if self._others is not None:
+                self._others.remember(self._span, attributes, sc.run_span_name(self.agent))
             ctx = trace.set_span_in_context(self._span)
         except Exception:
             # Without a tracer the boundaries still run their real work, unrecorded.
@@ -157,6 +158,8 @@ class RecordingRun(Run):
                     if masked:
                         attributes[sc.RUN_ERROR + sc.MASKED_SUFFIX] = masked
                     span.set_status(Status(StatusCode.ERROR, error_type))
+                if self._others is not None:
+                    self._others.mask_started(span, "run", self.agent)
                 span.set_attributes(attributes)
                 span.end()
         except Exception:
@@ -313,6 +316,8 @@ class RecordingRun(Run):
                 span = spans.start(name, scope.context, span_kind, attributes)
             else:
                 span = self._tracer.start_span(name, context=scope.context, kind=span_kind, attributes=attributes)
+                if self._others is not None:
+                    self._others.remember(span, attributes, name)
             return span, Scope(self, call_id, trace.set_span_in_context(span))
         except Exception:
             self.internal_failure(f"start the span of {kind} {key!r}")
@@ -369,6 +374,7 @@ class RecordingRun(Run):
                     masked_payload=self._masked_payload,
                     names=self._names if self._masking is not None else None,
                     report=self._report_unencodable,
+                    mask_bytes=self._mask_bytes if self._others is not None and kind not in _GENERATED else None,
                 )
             else:
                 name = sc.ERROR
@@ -383,6 +389,8 @@ class RecordingRun(Run):
             if type(span) is BoundarySpan:
                 span.set_own(attributes)
             else:
+                if self._others is not None:
+                    self._others.mask_started(span, kind, key)
                 span.set_attributes(attributes)
             if exc is not None:
                 span.set_status(Status(StatusCode.ERROR, attributes[sc.ERROR_TYPE]))
@@ -392,6 +400,15 @@ class RecordingRun(Run):
 
     def _report_unencodable(self, kind: str, key: str, found: list[tuple[str, str]]) -> None:
         _typed.report_unencodable(self, self.run_id, kind, key, found)
+
+    def _mask_bytes(self, data: Any) -> Any:
+        """Bytes in an output, masked as the text they hold and kept bytes (see ``masking._bytes``)."""
+        assert self._others is not None
+        try:
+            return self._others.masker.mask_bytes(data)[0]
+        except Exception:
+            self.internal_failure("mask the bytes in an output")
+            return type(data)(_WITHHELD.encode())  # what could not be masked is not recorded
 
     def mask(self, kind: str, key: str, part: str, value: Any) -> tuple[Any, str | None]:
         """``value`` masked, and the JSON list of the paths masked (None when none were)."""
@@ -438,25 +455,9 @@ class RecordingRun(Run):
         return result.value, encode(result.value), orjson.dumps(result.fired_records()).decode()
 
     def mask_content(self, kind: str, key: str, attributes: dict[str, Any]) -> None:
-        """Mask the opt-in GenAI message-content attributes (JSON text) and the stop
-        sequences (the request's own strings) in place."""
-        if self._masking is None:
-            return
-        stops = attributes.get(sc.GEN_AI_REQUEST_STOP_SEQUENCES)
-        if isinstance(stops, (list, tuple)):
-            masked_stops, _ = self.mask(kind, key, "input", list(stops))
-            attributes[sc.GEN_AI_REQUEST_STOP_SEQUENCES] = (
-                tuple(str(s) for s in masked_stops) if isinstance(masked_stops, list) else (str(masked_stops),)
-            )
-        for name, part in sc.CONTENT_ATTRIBUTES:
-            text = attributes.get(name)
-            if isinstance(text, str):
-                try:
-                    content = orjson.loads(text)
-                except orjson.JSONDecodeError:
-                    content = text
-                masked, _ = self.mask(kind, key, part, content)
-                attributes[name] = masked if isinstance(masked, str) else orjson.dumps(masked).decode()
+        """Mask the opt-in GenAI message-content attributes and the stop sequences in place."""
+        if self._masking is not None:
+            mask_content_attributes(self.mask, kind, key, attributes)
 
     def begin(
         self,

@@ -19,7 +19,7 @@ from ._effects import effect_attributes
 from ._events import EventLog
 from ._fork import ForkingRun, fork
 from ._guard import DirectCallGuard
-from ._recording import RecordingRun, new_run_id
+from ._recording import RecordingRun
 from ._replaying import JoinedReplay, ReplayingRun
 from ._runs import (
     Decoder,
@@ -31,6 +31,7 @@ from ._runs import (
     run_for_boundary,
     set_process_run_factory,
 )
+from ._trace_paths import new_run_id
 
 logger = logging.getLogger("spanreplay")
 

@@ -16,15 +16,23 @@ from __future__ import annotations
 
 import os
 import re
+import secrets
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Final
 
 from .errors import UnsafeTraceValueError
 
-__all__ = ["RUN_ID", "RUN_ID_RULE", "checked_run_id", "is_run_id", "path_inside"]
+__all__ = ["RUN_ID", "RUN_ID_RULE", "checked_run_id", "is_run_id", "new_run_id", "path_inside"]
 
 RUN_ID: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,200}")
 RUN_ID_RULE: Final = "a letter or digit, then at most 200 letters, digits, '_', '.' and '-'"
+
+
+def new_run_id(now: datetime | None = None) -> str:
+    """``run_20261129_021503_a1b2c3d4``: the UTC start time, then 32 random bits."""
+    now = now or datetime.now(UTC)
+    return f"run_{now:%Y%m%d_%H%M%S}_{secrets.token_hex(4)}"
 
 
 def is_run_id(value: object) -> bool:

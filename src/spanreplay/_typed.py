@@ -57,7 +57,7 @@ from ._typed_registry import (
 
 logger = logging.getLogger("spanreplay")
 
-__all__ = ["report_unencodable", "to_json", "without_masked"]
+__all__ = ["BytesMasker", "report_unencodable", "to_json", "without_masked"]
 
 # --- encoding: value -> (JSON-ready value, tags) ----------------------------------------
 
@@ -69,7 +69,7 @@ _ESCAPING: ContextVar[bool] = ContextVar("spanreplay_escaping_text", default=Fal
 
 
 def to_json(
-    value: Any, *, collapse: bool = True, escape_text: bool = False
+    value: Any, *, collapse: bool = True, escape_text: bool = False, mask_bytes: BytesMasker | None = None
 ) -> tuple[Any, str | None, list[tuple[str, str]]]:
     """``value`` as JSON-ready data, its tags as compact JSON (None when it needs none), and
     the (path, type) of each value that could not be recorded.
@@ -79,15 +79,23 @@ def to_json(
     ``escape_text``: also write each string UTF-8 cannot hold (values, dict keys, paths)
     escaped, under a ``~`` tag. The record path asks for it only after the JSON encoder
     refused the output, so the common case never pays for the check.
+    ``mask_bytes``: masks each ``bytes``/``bytearray``/``memoryview`` in ``value`` before it
+    is written as base64 (its tag stays: replay gives bytes back).
     """
+    if not escape_text and (type(value) in SCALARS or _plain(value)):
+        return value, None, []
+    if mask_bytes is not None:
+        masker_token = _bytes_masker.set(mask_bytes)
+        try:
+            return to_json(value, collapse=collapse, escape_text=escape_text)
+        finally:
+            _bytes_masker.reset(masker_token)
     if escape_text:
         token = _ESCAPING.set(True)
         try:
             data, tags = _encode(value, collapse)
         finally:
             _ESCAPING.reset(token)
-    elif type(value) in SCALARS or _plain(value):
-        return value, None, []
     else:
         data, tags = _encode(value, collapse)
     if not tags:
@@ -327,8 +335,19 @@ def _encoder_for(kind: type) -> Encoder:
     return encoder
 
 
+# While ``to_json`` runs for a recording that masks: what masks the bytes in an output
+# (bytes in, bytes of the same type out) before they are written as base64, where no
+# detector could find anything any more.
+BytesMasker = Callable[[Any], Any]
+_bytes_masker: ContextVar[BytesMasker | None] = ContextVar("spanreplay_bytes_masker", default=None)
+
+
 def _b64(value: Any) -> str:
-    return base64.b64encode(bytes(value)).decode()
+    mask = _bytes_masker.get()
+    data = bytes(value) if type(value) is memoryview else value
+    if mask is not None:
+        data = mask(data)
+    return base64.b64encode(data).decode()
 
 
 _BUILTIN_ENCODERS: Final[dict[type, Encoder]] = {

@@ -26,7 +26,9 @@ FRAGMENTS = st.sampled_from(
     [
         "0", "1", "4", "9", "12", "555", "0132", "4111", " ", "-", ".", "(", ")", "+", "@", ":", "::", "/", "_",
         "a", "f", "x", "Z", "AK", "DE89", "GB82 WEST", "sk-", "ant-", "proj-", "eyJ", "gh", "p_", "xoxb-",
-        "Bearer ", "earer", "<", ">", "<email>", "<phone:0123abcd>", "-----BEGIN ", "PRIVATE KEY-----", "\n",
+        "Bearer ", "earer", "xapp-1-", "://", "u:p@", "secret=", "AKIAIOSFODNN7EXAMPLE,",
+        "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "<", ">", "<email>", "<phone:0123abcd>", "-----BEGIN ",
+        "PRIVATE KEY-----", "\n",
         "é", "😀", "\x00",
     ]
 )  # fmt: skip

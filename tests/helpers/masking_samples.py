@@ -108,7 +108,7 @@ def _token(n: int) -> st.SearchStrategy[str]:
 
 @st.composite
 def api_keys(draw: st.DrawFn) -> str:
-    kind = draw(st.integers(0, 6))
+    kind = draw(st.integers(0, 7))
     if kind == 0:
         return "sk-ant-api03-" + draw(_token(40))
     if kind == 1:
@@ -121,6 +121,9 @@ def api_keys(draw: st.DrawFn) -> str:
         return "github_pat_" + draw(st.text(ALNUM + "_", min_size=22, max_size=60))
     if kind == 5:
         return f"xoxb-{draw(_digits(12))}-{draw(_token(24))}"
+    if kind == 7:
+        tail = draw(st.text("0123456789abcdef", min_size=64, max_size=64))
+        return f"xapp-1-A{draw(_digits(10))}-{draw(_digits(13))}-{tail}"
     header = draw(_token(12))
     return f"eyJ{header}.eyJ{draw(_token(20))}.{draw(st.text(TOKEN, min_size=0, max_size=43))}"
 
@@ -129,6 +132,20 @@ def api_keys(draw: st.DrawFn) -> str:
 def bearer_tokens(draw: st.DrawFn) -> str:
     """Only the token is secret; the caller plants ``Bearer {token}``."""
     return draw(_token(14)) + draw(_digits(2))
+
+
+@st.composite
+def aws_secret_keys(draw: st.DrawFn) -> str:
+    """Forty base64 characters with both cases and a digit; the caller plants them under a name."""
+    body = draw(st.text(ALNUM + "/+", min_size=37, max_size=37))
+    return "aB" + body[:19] + "7" + body[19:]
+
+
+@st.composite
+def url_passwords(draw: st.DrawFn) -> str:
+    """Only the password is secret; the caller plants ``scheme://user:{password}@host``."""
+    # Its own marker first, so that the secret is found in no other part of a planted text.
+    return "Pw" + draw(st.text(ALNUM + "-._~%!$&'()*+,;=:", min_size=6, max_size=24))
 
 
 @st.composite
@@ -150,7 +167,21 @@ KINDS: dict[str, st.SearchStrategy[str]] = {
     "api_key": api_keys(),
     "bearer_token": bearer_tokens(),
     "private_key": private_keys(),
+    "aws_secret_access_key": aws_secret_keys(),
+    "url_password": url_passwords(),
 }
+
+
+def written(kind: str, secret: str) -> str:
+    """How a secret of ``kind`` is written into text: some are found only beside a name."""
+    if kind == "bearer_token":
+        return f"Bearer {secret}"
+    if kind == "aws_secret_access_key":
+        return f"aws_secret_access_key={secret}"
+    if kind == "url_password":
+        return f"postgres://app:{secret}@db.internal:5432/orders"
+    return secret
+
 
 FILLER = st.sampled_from(
     [
@@ -176,10 +207,10 @@ def planted(draw: st.DrawFn) -> tuple[str, str]:
     """A sentence with one secret in it, and the secret."""
     kind = draw(st.sampled_from(sorted(KINDS)))
     secret = draw(KINDS[kind])
-    written = f"Bearer {secret}" if kind == "bearer_token" else secret
+    text = written(kind, secret)
     before = " ".join(draw(st.lists(FILLER, max_size=4)))
     after = " ".join(draw(st.lists(FILLER, max_size=4)))
-    return f"{before} {written} {after}".strip(), secret
+    return f"{before} {text} {after}".strip(), secret
 
 
 @st.composite

@@ -17,6 +17,8 @@ def masker(request: pytest.FixtureRequest) -> Masker:
     return Masker(MaskingConfig(engine=request.param))
 
 
+AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+
 # (detector name, text holding one finding, the finding)
 FINDINGS = [
     ("email", "write to jane.doe+billing@mail.example.co.uk today", "jane.doe+billing@mail.example.co.uk"),
@@ -87,6 +89,19 @@ FINDINGS = [
     ("anthropic_api_key", "key sk-ant-api03-Ab1_\u200b" + "Ab1_" * 8 + " end", "sk-ant-api03-Ab1_\u200b" + "Ab1_" * 8),
     ("openai_api_key", "k=sk-proj-x9Yx9\u200b" + "x9Y" * 8, "sk-proj-x9Yx9\u200b" + "x9Y" * 8),
     ("github_token", "token ghp_" + "a" * 20 + "\u200b" + "a" * 16 + " x", "ghp_" + "a" * 20 + "\u200b" + "a" * 16),
+    # Forms found once spanreplay's own spans were masked whoever set them (issue 25).
+    ("aws_secret_access_key", f"aws_secret_access_key = {AWS_SECRET}\n", AWS_SECRET),
+    ("aws_secret_access_key", f'{{"SecretAccessKey": "{AWS_SECRET}"}}', AWS_SECRET),
+    ("aws_secret_access_key", f"export AWS_SECRET_ACCESS_KEY={AWS_SECRET}", AWS_SECRET),
+    ("aws_secret_access_key", f"password: '{AWS_SECRET}'", AWS_SECRET),
+    (
+        "slack_token",
+        "app xapp-1-A0123456789-1234567890123-abcdef0123456789 ok",
+        "xapp-1-A0123456789-1234567890123-abcdef0123456789",
+    ),
+    ("url_password", "DATABASE_URL=postgres://app:s3cr3t!@localhost:5432/db", "s3cr3t!"),
+    ("url_password", "redis://:hunter2@cache:6379/0", "hunter2"),
+    ("url_password", "see https://bob:p%40ss:w0rd@git.internal/repo.git", "p%40ss:w0rd"),
     (
         "private_key",
         "k:\n-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXk=\n-----END OPENSSH PRIVATE KEY-----\nnext",
@@ -134,6 +149,10 @@ LOOK_ALIKES = [
     "Bearer authentication, BEARER AUTHORIZATION",
     "order 123456789 and ref 0012345678",
     "8 items, 12 (13) 14",
+    "see https://example.com/a:b and http://host:8080/path, mail x@y.z",
+    "secret: 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b",  # a hex digest, not a key
+    "password: ThisIsJustAVeryLongPassphraseWithoutDig",  # no digit, "/" or "+"
+    "xapplication-settings and xapp-short",
 ]
 
 

@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterator
 from typing import Final
 
-from ._detector import Detector, Span
+from ._detector import Detector, Pattern, Span
 from ._hinted import hinted, hinted_detector
 from ._hints import DetectorHints
 
@@ -22,6 +22,8 @@ __all__ = ["PrivateKeyDetector", "secret_detectors"]
 
 _TOKEN: Final = "A-Za-z0-9_\\-"
 _BEARER_TOKEN: Final = "A-Za-z0-9._~+/=\\-"
+# What a URL's userinfo may hold (RFC 3986): unreserved, percent-encoded, sub-delims.
+_USERINFO: Final = "A-Za-z0-9\\-._~%!$&'()*+,;="
 # Zero-width characters (U+200B to U+200D, U+2060, U+FEFF) inside a key: pasted from a
 # document or a chat, a key may hold one, and it must not end the key there.
 _ZW: Final = "\u200b-\u200d\u2060\ufeff"
@@ -117,6 +119,31 @@ def secret_detectors() -> list[Detector]:
             min_length=20,
         ),
         hinted_detector(
+            "aws_secret_access_key",
+            [
+                # Forty base64 characters under a credential's name: aws_secret_access_key,
+                # SecretAccessKey, secret, password (as written in a config file, an
+                # environment dump, a JSON text inside a string).
+                _named_aws_secret(
+                    "ecret(?<=[Ss]ecret)(?:_?[Aa]ccess_?[Kk]ey)?", "[Ss]ecret(?:_?[Aa]ccess_?[Kk]ey)?", "ecret"
+                ),
+                _named_aws_secret("ECRET(?<=SECRET)(?:_?ACCESS_?KEY)?", "SECRET(?:_?ACCESS_?KEY)?", "ECRET"),
+                _named_aws_secret("assword(?<=[Pp]assword)", "[Pp]assword", "assword"),
+                _named_aws_secret("ASSWORD(?<=PASSWORD)", "PASSWORD", "ASSWORD"),
+                # Right after an access key id (AKIA.../ASIA...), as a CSV or a colon pair writes it.
+                hinted(
+                    rf"A(?<![A-Za-z0-9_]A)(?:KIA|SIA)[A-Z0-9]{{16}}{_AWS_BETWEEN}{_AWS_SECRET}",
+                    literals=("AKIA", "ASIA"),
+                    prefilter=rf"A(?:KIA|SIA)[A-Z0-9]{{16}}{_AWS_BETWEEN_ESCAPED}[A-Za-z0-9/+]{{40}}",
+                    reach=8,
+                    group=1,
+                    check=_secret_like,
+                ),
+            ],
+            pseudonymize=False,
+            min_length=42,
+        ),
+        hinted_detector(
             "github_token",
             [
                 hinted(
@@ -135,13 +162,37 @@ def secret_detectors() -> list[Detector]:
         ),
         hinted_detector(
             "slack_token",
-            hinted(
-                rf"xox(?<![A-Za-z0-9_]xox)[bpaers]-[A-Za-z0-9\-{_ZW}]{{10,}}+",
-                literals=("xox",),
-                prefilter=r"xox[bpaers]-[A-Za-z0-9\-?\x80-\xff]{10}",
-            ),
+            [
+                hinted(
+                    rf"xox(?<![A-Za-z0-9_]xox)[bpaers]-[A-Za-z0-9\-{_ZW}]{{10,}}+",
+                    literals=("xox",),
+                    prefilter=r"xox[bpaers]-[A-Za-z0-9\-?\x80-\xff]{10}",
+                ),
+                # App-level tokens: xapp-1-A0123456789-1234567890123-abc...
+                hinted(
+                    rf"xapp(?<![A-Za-z0-9_]xapp)-[A-Za-z0-9\-{_ZW}]{{10,}}+",
+                    literals=("xapp-",),
+                    prefilter=r"xapp-[A-Za-z0-9\-?\x80-\xff]{10}",
+                ),
+            ],
             pseudonymize=False,
             min_length=15,
+        ),
+        hinted_detector(
+            "url_password",
+            # scheme://user:password@host: the password only (the user and host stay
+            # readable). Both parts are possessive runs of the characters RFC 3986 allows
+            # in userinfo, so each attempt starts at "://" and reads its run once. Both are
+            # bounded (a user of 64 characters, a password of 256), as the prefilter is.
+            hinted(
+                rf"://(?<=[A-Za-z0-9+.\-]://)[{_USERINFO}]{{0,64}}+:([{_USERINFO}:]{{1,256}}+)@",
+                literals=("://",),
+                prefilter=rf"://[{_USERINFO}]{{0,64}}:[{_USERINFO}:]{{1,256}}@",
+                reach=8,
+                group=1,
+            ),
+            pseudonymize=False,
+            min_length=6,
         ),
         hinted_detector(
             "bearer_token",
@@ -167,6 +218,37 @@ def secret_detectors() -> list[Detector]:
             min_length=19,
         ),
     ]
+
+
+# An AWS secret access key: forty base64 characters, no more.
+_AWS_SECRET: Final = "([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])"
+# Between an access key id and its secret: a separator or two, no word.
+_AWS_BETWEEN: Final = "[ \\t\\r\\n,:;|=\"']{1,8}+"
+# The same in JSON-escaped text, where a quote is \" and a newline \n.
+_AWS_BETWEEN_ESCAPED: Final = r"(?:[ \t\r\n,:;|='\\\"]|\\[tnr]){1,16}"
+# Between a credential's name and its value: a quote, "=" or ":", spaces.
+_AWS_NAMED: Final = "[\"']?[ \\t]{0,4}[:=][ \\t]{0,4}[\"']?"
+_AWS_NAMED_ESCAPED: Final = r"(?:[^A-Za-z0-9/+]|\\t){1,24}"
+
+
+def _named_aws_secret(name: str, prefilter: str, literal: str) -> Pattern:
+    """Forty base64 characters after ``name`` (an expression that starts with ``literal``)."""
+    return hinted(
+        name + _AWS_NAMED + _AWS_SECRET,
+        prefilter=prefilter + _AWS_NAMED_ESCAPED + "[A-Za-z0-9/+]{40}",
+        literals=(literal,),
+        reach=8,
+        group=1,
+        check=_secret_like,
+    )
+
+
+def _secret_like(text: str) -> bool:
+    """Random base64, not a word or a hex digest: both cases, and a digit, "/" or "+"."""
+    return text != text.lower() and text != text.upper() and not _AWS_PLAIN.isdisjoint(text)
+
+
+_AWS_PLAIN: Final = frozenset("0123456789/+")
 
 
 # Characters of a token that no word of prose after "Bearer" holds.

@@ -34,6 +34,7 @@ from typing import Any, Final
 import orjson
 
 from ..errors import ConfigurationError
+from ._bytes import B, masked_bytes
 from ._config import MaskingConfig
 from ._detector import Detector, warn_old_hints
 from ._engine import Gate, PythonGate, make_gate
@@ -197,6 +198,13 @@ class Masker:
     def scan_text(self, text: str) -> tuple[str, tuple[str, ...]]:
         """Run the detectors on one string: the masked string and the names that fired."""
         return self._scanner.changes([text], self._all).get(0) or (text, ())
+
+    def mask_bytes(self, data: B) -> tuple[B, tuple[str, ...]]:
+        """``data`` read as UTF-8 (bytes that are not kept as they are), the detectors run on
+        it, and written back as the same type; the names that fired (``data`` itself when none did)."""
+        if not self.config.enabled:
+            return data, ()
+        return masked_bytes(data, self.scan_text)
 
     def scan_texts(self, texts: Sequence[str]) -> list[str]:
         """Each of ``texts`` with what the detectors find in it masked, all scanned at once."""
