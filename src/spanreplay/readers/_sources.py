@@ -386,6 +386,9 @@ def _read(reading: _Reading, stream: IO[bytes], explicit: bool) -> Iterator[Span
         elif not first.endswith(b"\n"):
             # One line, cut short: the writer was stopped while writing its only span.
             warn(f"{name}:{lineno}: the only line is cut short (the writer was stopped while writing it).")
+        elif reading.damaged is not None and _trace_lines_ahead(stream, at_line_start=True):
+            # Not the start of a document spread over lines: a torn first line, and OTLP lines after it.
+            yield from _read_lines(reading, stream, start=lineno, offset=at, head=first)
         else:
             # The start of a JSON document spread over many lines, parsed whole: held to the line limit.
             data = first + (stream.read() if limit is None else stream.read(limit + 1 - len(first)))

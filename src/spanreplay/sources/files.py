@@ -46,7 +46,8 @@ class FileSource:
         self.name = os.fspath(source)
 
     def spans(self) -> Iterator[SpanRecord]:
-        return iter_spans(self.source)
+        # A damaged line is skipped with its warning: what reads every span (cost) reads on.
+        return iter_spans(self.source, damaged=_read_on)
 
     def runs(self, tap: SpanTap | None = None) -> list[RunSummary]:
         # One pass over every line: a line without a run id may hold another instrumentation's
@@ -98,6 +99,10 @@ class FileSource:
         return damage_note(damage)
 
 
+def _read_on(damage: Damage) -> None:
+    """A damaged line met by a read of every span: its warning says it, and the read goes on."""
+
+
 def _split(spans: Iterator[SpanRecord], foreign: list[SpanRecord], tap: SpanTap | None) -> Iterator[SpanRecord]:
     """spanreplay's spans, passed on; another instrumentation's model and tool spans, kept in
     ``foreign`` (and shown to ``tap``, which ``summaries`` shows only the spans it is given)."""
@@ -117,7 +122,7 @@ class StdinSource:
     name = STDIN
 
     def spans(self) -> Iterator[SpanRecord]:
-        return iter_spans(STDIN)
+        return iter_spans(STDIN, damaged=_read_on)
 
     def runs(self, tap: SpanTap | None = None) -> list[RunSummary]:
         # Every span is parsed, and those of other instrumentations make runs of their own.
