@@ -88,6 +88,14 @@ def size_text(limit: int) -> str:
     return f"{limit} bytes"
 
 
+def _about(size: int) -> str:
+    """A count of bytes read, to a tenth of its unit."""
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if size >= 1 << shift:
+            return f"{size / (1 << shift):.1f} {unit}"
+    return f"{size} bytes"
+
+
 def raised(variable: str, limit: int) -> str:
     """The setting that raises a limit fourfold, or lifts it."""
     larger = limit * 4
@@ -146,7 +154,7 @@ class TooInflated(Exception):
         if self.ratio:
             return (
                 f"{shown} inflates to more than {self.limit} times its size once its {compression} is decompressed "
-                f"({size_text(self.inflated)} from the first {size_text(self.compressed)}), past the limit "
+                f"({_about(self.inflated)} from the first {_about(self.compressed)}), past the limit "
                 f"{RATIO_LIMIT} sets; trace files compress far less, so it is damaged or was made to hold up the "
                 f"readers. If it is a real trace, raise the limit ({RATIO_LIMIT}={self.limit * 4}, or 0 for none) "
                 "and read it again."
