@@ -53,6 +53,10 @@ VARIABLES: Final[Mapping[str, str]] = {
     "may hold once decompressed: bytes or `512M`, `2G`; `0` for no limit (default `256M`).",
     "SPANREPLAY_MAX_FILE_BYTES": "The most bytes read from one trace file once decompressed, in the same units "
     "(default `0`: no limit).",
+    "SPANREPLAY_MAX_INFLATED_BYTES": "The most bytes one gzip or zstd trace file may inflate to, in the same units; "
+    "`0` for no limit (default `4G`).",
+    "SPANREPLAY_MAX_INFLATE_RATIO": "The most plain bytes per compressed byte a gzip or zstd trace file may inflate "
+    "to, checked once it has inflated past 16 MiB: a whole number, `0` for no limit (default `200`).",
 }
 
 _TRUE: Final = frozenset(("1", "true", "yes", "on"))
@@ -92,6 +96,8 @@ class Environment:
     # fails what reads trace files, not every call that reads the environment.
     max_line_bytes: str
     max_file_bytes: str
+    max_inflated_bytes: str
+    max_inflate_ratio: str
 
     def backend(self, kind: str) -> tuple[str, str, str]:
         """A backend's (token, headers, name of its headers variable): kind is ``jaeger`` or ``tempo``."""
@@ -136,6 +142,8 @@ def environment(environ: Mapping[str, str] | None = None) -> Environment:
         tempo_headers=env.get("SPANREPLAY_TEMPO_HEADERS", ""),
         max_line_bytes=env.get("SPANREPLAY_MAX_LINE_BYTES", "").strip(),
         max_file_bytes=env.get("SPANREPLAY_MAX_FILE_BYTES", "").strip(),
+        max_inflated_bytes=env.get("SPANREPLAY_MAX_INFLATED_BYTES", "").strip(),
+        max_inflate_ratio=env.get("SPANREPLAY_MAX_INFLATE_RATIO", "").strip(),
     )
 
 

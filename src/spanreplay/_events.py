@@ -154,6 +154,10 @@ class RunSummary:
     # Calls left out of usd: no price for their model, or no usage on their span.
     unpriced_calls: int = 0
     calls_without_usage: int = 0
+    # Why load() refuses this run, in the sentence it raises (a damaged line held its
+    # spans, steps are missing, two recordings share its id); None when the listing
+    # sees nothing that stops it loading. ``status`` stays what the recording says.
+    damaged: str | None = None
 
     @property
     def started(self) -> datetime | None:
@@ -182,6 +186,7 @@ class RunSummary:
             "usd": round(self.usd, 10),
             "unpriced_calls": self.unpriced_calls,
             "calls_without_usage": self.calls_without_usage,
+            "damaged": self.damaged,
         }
 
 

@@ -629,8 +629,19 @@ def test_a_malformed_line_in_a_trace_file_names_the_file_and_line(agent: ModuleT
     lines = path.read_bytes().splitlines(keepends=True)
     lines[1] = lines[1][: len(lines[1]) // 2] + b"\n"  # a complete line that is not complete JSON
     path.write_bytes(b"".join(lines))
-    for args in (["runs", "traces"], ["show", "traces", run_id]):
-        assert_bad_input(invoke(*args), f"traces/{run_id}.jsonl:2", "not valid JSON", "remove or repair that line")
+    # The listing reads on (one warning) and says the run is damaged; show refuses it.
+    listed = invoke("runs", "traces")
+    assert listed.exit_code == EXIT_OK, listed.output
+    assert listed.stderr.count("warning: ") == 1
+    assert f"traces/{run_id}.jsonl:2: skipped a damaged line, not valid JSON" in listed.stderr
+    assert "damaged" in listed.stdout
+    assert "1 damaged: spanreplay load refuses them" in listed.stdout
+    shown = invoke("show", "traces", run_id)
+    assert shown.exit_code == EXIT_BAD_INPUT, shown.output
+    assert "Traceback" not in shown.output
+    warning, error = shown.stderr.splitlines()
+    assert warning.startswith(f"warning: traces/{run_id}.jsonl:2: skipped a damaged line")
+    assert error.startswith(f"error: Run {run_id} cannot be loaded: the damaged line traces/{run_id}.jsonl:2: not")
 
 
 def test_a_malformed_json_document_names_the_file_and_line(tmp_path: Path) -> None:

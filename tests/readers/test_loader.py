@@ -10,6 +10,7 @@ import subprocess
 import sys
 import textwrap
 import tracemalloc
+import warnings
 from pathlib import Path
 
 import orjson
@@ -197,11 +198,19 @@ def test_a_broken_line_of_another_run_is_never_parsed(trace_dir: Path, tmp_path:
     body = collector_lines([trace_dir / "run_1.jsonl", trace_dir / "run_10.jsonl"], seed=3)
     export.write_bytes(broken + b"".join(body[:4]) + broken + b"".join(body[4:]))
     assert spanreplay.load(export, "run_1") == spanreplay.load(trace_dir, "run_1")
-    with pytest.raises(TraceFormatError, match=r"export\.jsonl:1: not valid JSON") as info:
+    # The broken line names run_10: that run alone is refused, naming the line.
+    with (
+        pytest.warns(SpanReplayWarning, match=r"export\.jsonl:[16]: skipped a damaged line, not valid JSON"),
+        pytest.raises(
+            TraceFormatError, match=r"^Run run_10 cannot be loaded: the damaged lines .*export\.jsonl:1: not valid JSON"
+        ) as info,
+    ):
         spanreplay.load(export, "run_10")
     assert info.value.line == 1
-    with pytest.raises(TraceFormatError, match=r"export\.jsonl:1: not valid JSON"):
-        spanreplay.runs(export)
+    with pytest.warns(SpanReplayWarning, match=r"export\.jsonl:[16]: skipped a damaged line"):
+        found = {r.run_id: r.damaged for r in spanreplay.runs(export)}
+    assert found["run_1"] is None
+    assert (found["run_10"] or "").startswith(f"Run run_10 cannot be loaded: the damaged lines {export}:1")
 
 
 def test_filtering_one_run_keeps_memory_flat_as_the_file_grows(trace_dir: Path, tmp_path: Path) -> None:
@@ -378,10 +387,19 @@ def test_malformed_line_holding_the_run_id_fails_naming_file_and_line(trace_dir:
     raw[3] = raw[3].replace(b'"spanreplay.seq"', b'"spanreplay.seq" oops', 1)
     broken = tmp_path / "broken.jsonl"
     broken.write_bytes(b"".join(raw))
-    for call in (lambda: spanreplay.load(broken, "run_a"), lambda: spanreplay.runs(broken)):
-        with pytest.raises(TraceFormatError, match=r"broken\.jsonl:4: not valid JSON") as info:
-            call()
-        assert (info.value.source, info.value.line) == (str(broken), 4)
+    with (
+        pytest.warns(SpanReplayWarning, match=r"broken\.jsonl:4: skipped a damaged line, not valid JSON"),
+        pytest.raises(
+            TraceFormatError, match=r"^Run run_a cannot be loaded: the damaged line .*broken\.jsonl:4: not"
+        ) as info,
+    ):
+        spanreplay.load(broken, "run_a")
+    assert (info.value.source, info.value.line) == (str(broken), 4)
+    # The listing says the same, rather than "ok".
+    with pytest.warns(SpanReplayWarning, match=r"broken\.jsonl:4: skipped a damaged line"):
+        (run,) = spanreplay.runs(broken)
+    assert run.damaged is not None
+    assert run.damaged.startswith(f"Run run_a cannot be loaded: the damaged line {broken}:4")
 
 
 # --- bad input: one clear sentence each ------------------------------------------------------
@@ -573,7 +591,9 @@ def test_every_kind_of_bad_input_is_one_sentence_naming_the_source(trace_dir: Pa
     assert (tmp_path / "bad" / "newer.jsonl").read_bytes() != (trace_dir / "run_a.jsonl").read_bytes()
     for what, (source, run_id) in cases.items():
         try:
-            spanreplay.load(source, run_id)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", SpanReplayWarning)  # the damaged line's, before the refusal
+                spanreplay.load(source, run_id)
         except spanreplay.SpanReplayError as exc:
             message = str(exc)
         else:

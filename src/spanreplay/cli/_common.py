@@ -50,7 +50,10 @@ STATUS_STYLES = {
     "crashed": "magenta",
     "running": "yellow",
     "started, never finished": "magenta",
+    "damaged": "bold red",
 }
+# The status shown for a run that load() refuses (RunSummary.damaged), whatever it recorded.
+DAMAGED = "damaged"
 
 # Width used when the output is not a terminal (a pipe, a file, a test): wide
 # enough that run ids and call ids are never folded across lines.
@@ -206,7 +209,7 @@ def print_runs(out: Console, found: list[RunSummary]) -> None:
         [
             printable(run.run_id),
             printable(run.agent or "-"),
-            printable(run.status),
+            printable(DAMAGED if run.damaged else run.status),
             str(run.steps),
             format_time(run.started),
             format_duration(run.duration_s),
@@ -224,8 +227,8 @@ def print_runs(out: Console, found: list[RunSummary]) -> None:
             out.print(f"  {row[1]}, started {row[4]}, took {row[5]}", markup=False)
             if run.model_calls:
                 out.print(f"  {row[6]} model calls, {row[7]} tokens, {row[8]}", markup=False)
-            if run.error:
-                out.print(Text.assemble("  ", (printable(run.error, newlines=True), "red")))
+            if run.damaged or run.error:
+                out.print(Text.assemble("  ", (printable(run.damaged or run.error or "", newlines=True), "red")))
         return
     table = Table(show_edge=False, header_style="bold")
     for header in headers:
@@ -233,5 +236,11 @@ def print_runs(out: Console, found: list[RunSummary]) -> None:
         table.add_column(header, no_wrap=True, justify="right" if right else "left")
     table.add_column("error", no_wrap=True)
     for run, row in zip(found, rows, strict=True):
-        table.add_row(*row[:2], status_text(row[2]), *row[3:], Text(preview(run.error or "", room), style="red"))
+        table.add_row(
+            *row[:2], status_text(row[2]), *row[3:], Text(preview(run.damaged or run.error or "", room), style="red")
+        )
     out.print(table)
+    # A refusal is a sentence with the fix: cut to a preview in the table, it is printed whole below.
+    for run in found:
+        if run.damaged:
+            out.print(Text.assemble((f"{printable(run.run_id)}: ", "bold"), (printable(run.damaged), "red")))

@@ -13,6 +13,7 @@ import os
 import re
 import stat
 import tempfile
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
@@ -27,7 +28,7 @@ from .._loader import runs as read_runs
 from .._salts import SALT_DIR, salt_path
 from .._trace_paths import checked_run_id, path_inside
 from ..errors import TraceFormatError, UnsafeTraceValueError
-from ..readers import expand, read_file
+from ..readers import Damage, SpanReplayWarning, expand, listed_damage, read_file
 from ..readers._sources import BOM, GZIP_MAGIC
 from ..readers._zstd import MAGIC as ZSTD_MAGIC
 from ..sources.runlog import RUN_MARKER
@@ -211,6 +212,8 @@ def _prune_files(source: str, policy: Policy, dry_run: bool) -> _FilesPruned:
             if policy.expired(run.status, when):
                 assert when is not None
                 expired[run.run_id] = _Removal(run.run_id, run.status, when, name)
+        if expired and _damaged(name, expired, pruned):
+            continue
         if expired:
             for run_id in expired:
                 pruned.places.setdefault(run_id, set()).add(Path(name).parent)
@@ -218,6 +221,22 @@ def _prune_files(source: str, policy: Policy, dry_run: bool) -> _FilesPruned:
     _prune_salts(pruned, dry_run)
     _prune_orphan_salts(source, policy, dry_run, pruned)
     return pruned
+
+
+def _damaged(name: str, expired: dict[str, _Removal], pruned: _FilesPruned) -> bool:
+    """Keep a file with damaged lines: what they held cannot be told, so it is never deleted or rewritten."""
+    damage: list[Damage] = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SpanReplayWarning)  # the listing showed them
+        try:
+            for _ in read_file(name, explicit=False, damaged=damage.append):
+                pass
+        except TraceFormatError as exc:
+            _leave(name, expired, str(exc).rstrip("."), pruned)
+            return True
+    if damage:
+        _leave(name, expired, f"it has damaged lines ({listed_damage(damage)}), which prune never deletes", pruned)
+    return bool(damage)
 
 
 def _hidden(path: Path, source: str) -> bool:

@@ -33,8 +33,10 @@ def runs_command(source: str, as_json: bool) -> None:
         out.print(f"no spanreplay runs in {source}", markup=False)
         return
     print_runs(out, found)
-    failed = sum(1 for run in found if run.status != "ok")
-    out.print(f"{len(found)} run(s), {failed} not ok", markup=False)
+    failed = sum(1 for run in found if run.status != "ok" or run.damaged)
+    damaged = sum(1 for run in found if run.damaged)
+    refused = f" ({damaged} damaged: spanreplay load refuses them)" if damaged else ""
+    out.print(f"{len(found)} run(s), {failed} not ok{refused}", markup=False)
     if any(run.unpriced_calls or run.calls_without_usage for run in found):
         out.print(
             "USD: * leaves out, ? is all of, the calls to models without a price or without usage on their spans; "

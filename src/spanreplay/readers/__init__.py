@@ -8,24 +8,29 @@ official protobuf classes); ``documents`` tells a parsed document's format and
 hands it to the right one. ``_sources`` opens files, directories, globs,
 rotated backups and stdin, unwraps gzip and zstd (``_zstd``), sniffs the format
 from the content and words every failure as a ``TraceFormatError``; ``_lines``
-streams JSON lines and skips, unparsed, those without a run id; ``_records``
+streams JSON lines and skips, unparsed, those without a run id; ``_damage``
+is what a read skipped (a damaged line, an unreadable file) and the runs it held; ``_records``
 splits the Collector's length-prefixed records; ``writers`` writes spans
 back out as OTLP for ``spanreplay convert``. Where spans are read from (files,
 stdin, Jaeger and Tempo, Postgres) is ``spanreplay.sources``.
 """
 
 from ._base import Incomplete, MalformedTrace, SpanReplayWarning, warn
+from ._damage import Damage, DamageHook, listed_damage
 from ._sources import STDIN, expand, iter_spans, read_file
 from .documents import document_spans
 
 __all__ = [
     "STDIN",
+    "Damage",
+    "DamageHook",
     "Incomplete",
     "MalformedTrace",
     "SpanReplayWarning",
     "document_spans",
     "expand",
     "iter_spans",
+    "listed_damage",
     "read_file",
     "warn",
 ]

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import IO, Final
 
+from ._limits import Inflation
 from ._zstd import MAGIC as ZSTD_MAGIC
 from ._zstd import ZstdError, inflate
 
@@ -52,8 +53,12 @@ def looks_like_records(head: bytes) -> bool:
     return body.startswith(ZSTD_MAGIC) or body[0] == PROTO_FIRST_BYTE or body[:1] == b"{"
 
 
-def records(stream: IO[bytes]) -> Iterator[tuple[int, int, bytes]]:
-    """``(record number from 1, byte offset, plain bytes)`` for each record of the stream."""
+def records(stream: IO[bytes], inflation: Inflation | None = None) -> Iterator[tuple[int, int, bytes]]:
+    """``(record number from 1, byte offset, plain bytes)`` for each record of the stream.
+
+    ``inflation`` counts what the zstd records inflate to, across the file: each
+    record is bounded on its own, but thousands of them would not be.
+    """
     offset, number = 0, 0
     while True:
         prefix = stream.read(PREFIX_BYTES)
@@ -73,13 +78,13 @@ def records(stream: IO[bytes]) -> Iterator[tuple[int, int, bytes]]:
         if len(body) < size:
             raise CutShort(f"record {number} ends after {len(body)} of its {size} bytes", offset)
         if body.startswith(ZSTD_MAGIC):
-            body = _inflate(body, number, offset)
+            body = _inflate(body, number, offset, inflation)
         yield number, offset, body
         offset += PREFIX_BYTES + size
 
 
-def _inflate(frame: bytes, number: int, offset: int) -> bytes:
+def _inflate(frame: bytes, number: int, offset: int, inflation: Inflation | None) -> bytes:
     try:
-        return inflate(frame, MAX_RECORD_BYTES)
+        return inflate(frame, MAX_RECORD_BYTES, inflation)
     except (ZstdError, EOFError) as exc:
         raise RecordError(f"record {number} is not a whole zstd frame ({exc})", offset) from None

@@ -14,6 +14,8 @@ from typing import IO, Any, Final
 
 import zstandard
 
+from ._limits import Inflation
+
 MAGIC: Final = b"\x28\xb5\x2f\xfd"
 # Input fed per step. zstd inflates at most ~32768:1 (run-length blocks), so one
 # step yields at most ~128 MiB even from a hostile frame; real JSON yields ~40 KiB.
@@ -26,15 +28,22 @@ class ZstdCutShort(EOFError):
     """The input ends inside a zstd frame: the writer was stopped while writing it."""
 
 
-def inflate(frame: bytes, limit: int) -> bytes:
-    """The plain bytes of one or more whole zstd frames; ZstdError past ``limit`` bytes or when cut short."""
+def inflate(frame: bytes, limit: int, inflation: Inflation | None = None) -> bytes:
+    """The plain bytes of one or more whole zstd frames; ZstdError past ``limit`` bytes or when cut short.
+
+    ``inflation``: the file's running count, which raises TooInflated past its caps.
+    """
     stream = ZstdStream(io.BytesIO(frame))
+    if inflation is not None:
+        inflation.add(len(frame), 0)
     out = bytearray()
     while True:
         piece = stream.read(1 << 20)
         if not piece:
             return bytes(out)
         out += piece
+        if inflation is not None:
+            inflation.add(0, len(piece))
         if len(out) > limit:
             raise ZstdError(f"it inflates past {limit >> 20} MiB")
 

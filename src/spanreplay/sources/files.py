@@ -5,6 +5,11 @@ run id (quoted, so ``run_1`` does not pull in ``run_10``): a Collector export of
 thousands of runs costs a substring search per line, and a broken line of
 another run is never even looked at. Listing parses only the lines that hold a
 run id at all. stdin can be read once, so it is its own source.
+
+A damaged line costs its own run, never the source: the readers skip it with a
+warning and report it here. A load refuses its run when the line names it, and
+names the damaged lines when its run is missing a step; a listing marks the runs
+that load refuses (``RunSummary.damaged``), in the same sentence.
 """
 
 from __future__ import annotations
@@ -18,8 +23,19 @@ from .._events import EventLog, RunSummary
 from .._spans import SpanRecord
 from ..errors import SpanReplayError, TraceFormatError
 from ..foreign import foreign_log, foreign_summaries, is_foreign_span, is_trace_id
-from ..readers import STDIN, SpanReplayWarning, iter_spans
-from .runlog import RUN_MARKER, SpanTap, build_log, needle, not_found, only_run, summaries
+from ..readers import STDIN, Damage, SpanReplayWarning, iter_spans
+from .runlog import (
+    RUN_MARKER,
+    SpanTap,
+    build_log,
+    damage_note,
+    damaged_run,
+    needle,
+    not_found,
+    only_run,
+    skipped_files,
+    summaries,
+)
 
 
 class FileSource:
@@ -30,18 +46,28 @@ class FileSource:
         self.name = os.fspath(source)
 
     def spans(self) -> Iterator[SpanRecord]:
-        return iter_spans(self.source)
+        # A damaged line is skipped with its warning: what reads every span (cost) reads on.
+        return iter_spans(self.source, damaged=_read_on)
 
     def runs(self, tap: SpanTap | None = None) -> list[RunSummary]:
         # One pass over every line: a line without a run id may hold another instrumentation's
         # model calls, which are runs too (spanreplay.foreign). In spanreplay's own files every
         # line holds a run id, so this parses what a filtered pass would.
-        return _runs_of(iter_spans(self.source), tap)
+        damage: list[Damage] = []
+        return _runs_of(iter_spans(self.source, damaged=damage.append), tap, self.name, damage)
 
     def load(self, run_id: str | None = None) -> EventLog:
         if run_id is None:
             run_id = only_run(self.runs(), self.name)
-        spans = [s for s in iter_spans(self.source, contains=needle(run_id)) if s.attributes.get(sc.RUN_ID) == run_id]
+        damage: list[Damage] = []
+        spans = [
+            s
+            for s in iter_spans(self.source, contains=needle(run_id), damaged=damage.append)
+            if s.attributes.get(sc.RUN_ID) == run_id
+        ]
+        owned = [d for d in damage if run_id in d.runs]
+        if owned:
+            raise damaged_run(run_id, owned)
         if not spans and is_trace_id(run_id):
             # A trace another instrumentation recorded: its trace id is its run id. Protobuf
             # holds trace ids as bytes, so no needle finds its records: every span is read.
@@ -49,7 +75,7 @@ class FileSource:
             if log is not None:
                 return log
         if not spans:
-            raise not_found(run_id, self.name, self._listed())
+            raise not_found(run_id, self.name, self._listed(), skipped_files(damage))
         return build_log(run_id, spans, self.name, self._damage)
 
     def _listed(self) -> list[str] | None:
@@ -60,19 +86,21 @@ class FileSource:
             return None
 
     def _damage(self) -> str:
-        """A damaged line the run filter skipped, which may have held the lost spans."""
+        """The damaged lines and files the run filter skipped, which may have held the lost spans."""
+        damage: list[Damage] = []
         try:
-            self._validate()
+            with warnings.catch_warnings():
+                # Shown once already where the filter met them; the others are named in the error.
+                warnings.simplefilter("ignore", SpanReplayWarning)
+                for _ in iter_spans(self.source, damaged=damage.append):
+                    pass
         except TraceFormatError as exc:
             return f" (the source is also damaged, which may be where they went: {str(exc).rstrip('.')})"
-        return ""
+        return damage_note(damage)
 
-    def _validate(self) -> None:
-        """Read every line, raising on the first one that is broken."""
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", SpanReplayWarning)  # already shown by the first read
-            for _ in iter_spans(self.source):
-                pass
+
+def _read_on(damage: Damage) -> None:
+    """A damaged line met by a read of every span: its warning says it, and the read goes on."""
 
 
 def _split(spans: Iterator[SpanRecord], foreign: list[SpanRecord], tap: SpanTap | None) -> Iterator[SpanRecord]:
@@ -94,11 +122,12 @@ class StdinSource:
     name = STDIN
 
     def spans(self) -> Iterator[SpanRecord]:
-        return iter_spans(STDIN)
+        return iter_spans(STDIN, damaged=_read_on)
 
     def runs(self, tap: SpanTap | None = None) -> list[RunSummary]:
         # Every span is parsed, and those of other instrumentations make runs of their own.
-        return _runs_of(iter_spans(STDIN), tap)
+        damage: list[Damage] = []
+        return _runs_of(iter_spans(STDIN, damaged=damage.append), tap, "stdin", damage)
 
     def load(self, run_id: str | None = None) -> EventLog:
         # Only the wanted run's spans are kept (all runs' when the run is to be picked from them).
@@ -106,7 +135,8 @@ class StdinSource:
         in_trace: list[SpanRecord] = []
         # A trace id may name a trace another instrumentation recorded: every line is read then.
         contains = RUN_MARKER if run_id is None else None if is_trace_id(run_id) else needle(run_id)
-        for span in iter_spans(STDIN, contains=contains):
+        damage: list[Damage] = []
+        for span in iter_spans(STDIN, contains=contains, damaged=damage.append):
             found = span.attributes.get(sc.RUN_ID)
             if isinstance(found, str) and (run_id is None or found == run_id):
                 by_run.setdefault(found, []).append(span)
@@ -114,20 +144,24 @@ class StdinSource:
                 in_trace.append(span)
         if run_id is None:
             run_id = only_run(summaries(s for spans in by_run.values() for s in spans), "stdin")
+        owned = [d for d in damage if run_id in d.runs]
+        if owned:
+            raise damaged_run(run_id, owned)
         if run_id not in by_run and in_trace:
             log = foreign_log(run_id, in_trace)
             if log is not None:
                 return log
         if run_id not in by_run:
             raise not_found(run_id, "stdin", None)
-        # Already consumed: no lines left to check for damage.
-        return build_log(run_id, by_run[run_id], STDIN, damage=lambda: "")
+        # Read once: the damaged lines this read met are all that can be named.
+        return build_log(run_id, by_run[run_id], STDIN, damage=lambda: damage_note(damage))
 
 
-def _runs_of(spans: Iterator[SpanRecord], tap: SpanTap | None) -> list[RunSummary]:
-    """spanreplay's runs in ``spans``, and the traces of other instrumentations' model calls."""
+def _runs_of(spans: Iterator[SpanRecord], tap: SpanTap | None, name: str, damage: list[Damage]) -> list[RunSummary]:
+    """spanreplay's runs in ``spans``, and the traces of other instrumentations' model calls;
+    ``damage`` fills with the damaged lines as ``spans`` is read."""
     foreign: list[SpanRecord] = []
-    found = summaries(_split(spans, foreign, tap), tap)
+    found = summaries(_split(spans, foreign, tap), tap, name=name, damage=damage)
     found.extend(foreign_summaries(foreign, exclude={r.trace_id for r in found}))
     found.sort(key=lambda r: (r.start_ns, r.run_id))
     return found
