@@ -3,25 +3,50 @@
 ``encode_error`` writes what an exception says about itself (type, module,
 message, args, plain fields); ``rebuild_error`` raises it again as its own type
 when that type's module is already imported, or as a ``RecordedError`` naming it.
+
+A trace is untrusted input, so the type it names is looked up as data: in the
+``__dict__`` of a module that is already imported (never an import, never
+``getattr``, whose module-level ``__getattr__`` can import or run code), and only
+an ``Exception`` subclass outside the test runners and CLI toolkits is raised
+again. Anything else comes back as a ``RecordedBaseExceptionError`` that fails
+the replay.
 """
 
 from __future__ import annotations
 
 import contextlib
 import sys
-from collections.abc import Callable
-from typing import Any
+import types
+from collections.abc import Callable, Mapping
+from typing import Any, Final
 
 import orjson
 
 from ._events import ErrorInfo
 from ._payloads import ESCAPED_RECORD, encode_error_record
 from ._text_escapes import unescaped_values
-from .errors import RecordedError, TraceFormatError
+from .errors import RecordedBaseExceptionError, RecordedError, TraceFormatError
 
 _FIELD_TYPES = (str, int, float, bool, type(None))
 # Standard exception slots that do not live in __dict__ but say what went wrong.
 _SLOT_FIELDS = ("errno", "strerror", "filename", "filename2", "winerror", "code", "reason")
+# Packages whose exceptions steer a test session or a CLI rather than fail the code:
+# pytest's outcomes (Exit, Skipped, Failed), unittest's SkipTest, click's and typer's
+# Exit and Abort, and sys. Whatever a trace says, none of them is raised again.
+REFUSED_PACKAGES: Final = frozenset({"_pytest", "pytest", "unittest", "click", "typer", "sys"})
+
+ErrorFields = Callable[[BaseException], Mapping[str, Any] | None]
+_field_recorders: list[ErrorFields] = []
+
+
+def register_error_fields(recorder: ErrorFields) -> None:
+    """Record more of an exception than its plain fields (return None to pass).
+
+    The fields it returns are merged over the plain ones; they must be JSON values.
+    An instrumentation registers one for its SDK's errors, whose rebuilder reads them.
+    """
+    if recorder not in _field_recorders:
+        _field_recorders.append(recorder)
 
 
 def encode_error(exc: BaseException) -> bytes:
@@ -47,6 +72,13 @@ def error_record(exc: BaseException) -> dict[str, Any]:
     for name, value in getattr(exc, "__dict__", {}).items():
         if not name.startswith("_") and isinstance(value, _FIELD_TYPES):
             fields[name] = value
+    for recorder in _field_recorders:
+        try:
+            more = recorder(exc)
+        except Exception:  # recording fails open: the plain fields are still written
+            continue
+        if more:
+            fields.update(more)
     args = [a for a in exc.args if isinstance(a, _FIELD_TYPES)]
     try:
         message = str(exc)
@@ -84,7 +116,7 @@ def decode_error(data: bytes, *, origin: str = "") -> ErrorInfo:
         ) from None
 
 
-def _construct(cls: type[BaseException], info: ErrorInfo) -> BaseException | None:
+def _construct(cls: type[Exception], info: ErrorInfo) -> Exception | None:
     """``cls`` called with the recorded args, or None when that does not give the same message."""
     args: tuple[Any, ...] = info.args if info.args or not info.message else (info.message,)
     if issubclass(cls, OSError) and len(args) == 2 and isinstance(info.fields.get("errno"), int):
@@ -108,23 +140,32 @@ def register_error_rebuilder(rebuilder: ErrorRebuilder) -> None:
     _rebuilders.append(rebuilder)
 
 
-def rebuild_error(info: ErrorInfo) -> BaseException:
+def rebuild_error(info: ErrorInfo, *, where: str = "") -> Exception:
     """The recorded exception, rebuilt as its own type where possible.
 
-    Only types from modules that are already imported are rebuilt: a trace file
-    must never make replay import code. Otherwise a RecordedError names the type.
+    Only ``Exception`` subclasses from modules that are already imported are
+    rebuilt, found in the module's ``__dict__``: a trace file must never make replay
+    import or run code. A type that cannot be found or built comes back as a
+    RecordedError naming it; one replay refuses to raise (a ``BaseException`` that
+    is not an ``Exception``, a test runner's or CLI toolkit's exception) as a
+    RecordedBaseExceptionError, which the open replay keeps as its outcome.
+    ``where`` names the run and step for that error's sentence.
     """
+    if refused_package(info.module):
+        return _refused(info, _steers(info.module), where)
     for rebuilder in reversed(_rebuilders):
         rebuilt = rebuilder(info)
-        if rebuilt is not None:
-            return rebuilt
-    module = sys.modules.get(info.module)
-    cls: Any = module
-    for part in info.type_name.split("."):
-        cls = getattr(cls, part, None) if cls is not None else None
+        if rebuilt is None:
+            continue
+        if not isinstance(rebuilt, Exception) or refused_package(type(rebuilt).__module__):
+            return _refused(info, _why_refused(type(rebuilt)), where)
+        return rebuilt
+    cls = recorded_class(info.module, info.type_name)
     if not (isinstance(cls, type) and issubclass(cls, BaseException)):
-        hint = None if module is None else f"{info.module} has no exception type {info.type_name}"
+        hint = None if info.module not in sys.modules else f"{info.module} has no exception type {info.type_name}"
         return RecordedError(info.type_name, info.module, info.message, info.fields, hint=hint)
+    if not issubclass(cls, Exception) or refused_package(cls.__module__):
+        return _refused(info, _why_refused(cls), where)
     exc = _construct(cls, info)
     if exc is None:
         return RecordedError(
@@ -136,8 +177,67 @@ def rebuild_error(info: ErrorInfo) -> BaseException:
             "spanreplay.register_error_rebuilder()",
         )
     for name, value in info.fields.items():
-        # Fields are only restored onto an instance that rebuilt faithfully;
+        # Fields are only restored onto an instance that rebuilt faithfully, and only the
+        # public ones error_record writes (never __class__, __notes__ and the like);
         # a read-only attribute keeps what the constructor gave it.
-        with contextlib.suppress(AttributeError, TypeError):
-            setattr(exc, name, value)
+        if name.isidentifier() and not name.startswith("_"):
+            with contextlib.suppress(AttributeError, TypeError, ValueError):
+                setattr(exc, name, value)
     return exc
+
+
+def recorded_class(module_name: str, qualname: str) -> type | None:
+    """The class ``module_name``/``qualname`` names, read from already imported modules only.
+
+    Looked up in ``__dict__`` alone, a step at a time through the qualified name:
+    never an import, never ``getattr`` (a module's ``__getattr__`` can import a
+    submodule or run code; a class's can compute anything).
+    """
+    module = sys.modules.get(module_name)
+    if not isinstance(module, types.ModuleType):
+        return None
+    namespace: Mapping[str, Any] = module.__dict__
+    found: type | None = None
+    for part in qualname.split("."):
+        if not part.isidentifier():
+            return None  # "<locals>": a class defined inside a function cannot be found again
+        value = namespace.get(part)
+        if not isinstance(value, type):
+            return None
+        found = value
+        namespace = type.__dict__["__dict__"].__get__(value)  # the class's own mapping, no metaclass hook
+    return found
+
+
+def refused_package(module: str) -> bool:
+    """Whether ``module`` belongs to a package whose exceptions replay never raises again."""
+    return module.partition(".")[0] in REFUSED_PACKAGES
+
+
+def _steers(module: str) -> str:
+    root = module.partition(".")[0]
+    owner = f"{root} is a package" if module == root else f"{module} belongs to {root}, a package"
+    return f"{owner} whose exceptions skip tests, end a test session or choose a process's exit code"
+
+
+def _why_refused(cls: type) -> str:
+    if refused_package(cls.__module__):
+        return _steers(cls.__module__)
+    return (
+        f"{cls.__qualname__} is a BaseException but not an Exception, and would stop the interpreter, "
+        "a test session or a generator rather than fail the code"
+    )
+
+
+def _refused(info: ErrorInfo, reason: str, where: str) -> RecordedBaseExceptionError:
+    error = RecordedBaseExceptionError(
+        info.type_name, info.module, info.message, info.fields, reason=reason, where=where
+    )
+    # The open replay keeps it as its outcome: code that catches it (``except Exception``)
+    # and goes on still ends the replay with this error, never green.
+    from ._runs import current_run_var
+
+    run = current_run_var.get()
+    if run is not None:
+        run.refuse(error)
+    return error

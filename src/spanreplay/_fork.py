@@ -194,7 +194,11 @@ class ForkingRun(RecordingRun):
                 call = self.begin_call(scope, call_id, event.seq, kind, key, input, marked, span_name)
                 with call.activate():
                     self._record_nested(event.call_id)
-                error = served.error or (rebuild_error(event.error) if event.error is not None else None)
+                error = served.error or (
+                    rebuild_error(event.error, where=f"run {event.run_id} seq {event.seq}")
+                    if event.error is not None
+                    else None
+                )
                 if error is None:
                     call.finish(event.output)
                 else:
@@ -277,7 +281,11 @@ class ForkingRun(RecordingRun):
                 self._record_nested(nested.call_id)
             finally:
                 current_scope_var.reset(token)
-            error = rebuild_error(nested.error) if nested.error is not None else None
+            error = (
+                rebuild_error(nested.error, where=f"run {nested.run_id} seq {nested.seq}")
+                if nested.error is not None
+                else None
+            )
             self.finish_boundary(span, nested.kind, nested.key, nested.output if error is None else None, error)
 
     def _go_live(self, seq: int, recorded: Event | None) -> None:

@@ -360,7 +360,7 @@ def _masking_mismatch(run_id: str, recorded: str, current: str) -> str:
 
 def serve_recorded(event: Event, decode: Decoder | None) -> Any:
     if event.error is not None:
-        raise rebuild_error(event.error)
+        raise rebuild_error(event.error, where=f"run {event.run_id} seq {event.seq} ({event.kind} {event.key!r})")
     output = event.output_json
     value = None if output is None else orjson.loads(output)
     if decode is None:

@@ -11,6 +11,7 @@ Every error is a sentence that names the bad value and the way out. The tree::
     ├── RunNotFoundError (LookupError)           the run id is not in the source
     ├── PostgresError (ConnectionError)          Postgres unreachable or refusing
     ├── RecordedError                            a recorded failure whose type cannot be rebuilt
+    ├── RecordedBaseExceptionError               a recorded failure replay refuses to raise again
     ├── NoRunInContextError                      a boundary outside any run while a replay is open
     ├── TraceFailedError                         how a trace-scoped run failed (recorded, not raised)
     └── ReplayDivergenceError                    the code stopped matching the recording
@@ -40,6 +41,7 @@ __all__ = [
     "OutcomeChangedError",
     "PayloadIntegrityError",
     "PostgresError",
+    "RecordedBaseExceptionError",
     "RecordedError",
     "ReplayDivergenceError",
     "RunNotFoundError",
@@ -163,6 +165,52 @@ class RecordedError(SpanReplayError):
         self.module = module
         self.message = message
         self.fields = dict(fields or {})
+
+
+class RecordedBaseExceptionError(SpanReplayError):
+    """A recorded failure that replay refuses to raise again, raised in its place.
+
+    A trace is untrusted input, and some exceptions do more than fail the code they
+    are raised in: a ``BaseException`` that is not an ``Exception``
+    (``KeyboardInterrupt``, ``SystemExit``, ``GeneratorExit``, a test framework's
+    outcome such as pytest's ``Exit`` or ``Skipped``) stops the interpreter, ends or
+    skips a test session, or closes a generator; the exceptions of test runners and
+    CLI toolkits (``pytest``, ``unittest``, ``click``, ``typer``) skip tests or pick
+    exit codes. Replay raises this error instead, and the replay ends with it even
+    when the code catches it: a run that recorded one of these never replays green.
+
+    Attributes:
+        type_name: the qualified name of the recorded exception type.
+        module: the module the recording names for it.
+        message: ``str()`` of the recorded exception.
+        fields: structured fields that were recorded with it.
+        where: the run and step it was recorded at, when known.
+    """
+
+    def __init__(
+        self,
+        type_name: str,
+        module: str,
+        message: str,
+        fields: Mapping[str, Any] | None = None,
+        *,
+        reason: str,
+        where: str = "",
+    ) -> None:
+        at = f" at {where}" if where else ""
+        said = f" ({message!r})" if message else ""
+        name = type_name if module == "builtins" else f"{module}.{type_name}"
+        super().__init__(
+            f"The recording holds a {name}{said} raised{at}, and replay refuses to raise it "
+            f"again: {reason}. Raised from a trace file it could end, skip or pass a test session instead of "
+            "failing it, so this replay fails here; a run that was really stopped this way cannot be replayed "
+            "(record it again)."
+        )
+        self.type_name = type_name
+        self.module = module
+        self.message = message
+        self.fields = dict(fields or {})
+        self.where = where
 
 
 class NoRunInContextError(SpanReplayError):

@@ -27,11 +27,11 @@ from packaging.requirements import Requirement
 from wrapt import wrap_function_wrapper
 
 from ..._environment import environment
-from ..._error_records import register_error_rebuilder
+from ..._error_records import register_error_fields, register_error_rebuilder
 from ..._run import current_run
 from . import _overrides as _overrides  # registers how a model call's override is served
 from . import _wrappers
-from ._errors import rebuild_anthropic_error
+from ._errors import error_fields, rebuild_anthropic_error
 from ._prices import DEFAULT_PRICES, ModelPrice, cost_usd, prices, set_prices
 
 logger = logging.getLogger("spanreplay")
@@ -136,6 +136,7 @@ class AnthropicInstrumentor(BaseInstrumentor):  # type: ignore[misc]
             wrap_function_wrapper(module, name, wrapper)
         _patch_tracer()
         register_error_rebuilder(rebuild_anthropic_error)
+        register_error_fields(error_fields)
         if kwargs.get("zero_code", True):
             from ._zero_code import start_from_environment
 

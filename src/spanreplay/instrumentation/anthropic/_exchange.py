@@ -25,7 +25,7 @@ from typing import Any
 
 import httpx2
 import orjson
-from anthropic import APIConnectionError, APITimeoutError
+from anthropic import APITimeoutError
 
 from ... import _semconv as sc
 from ..._config import settings
@@ -34,6 +34,7 @@ from ..._run import Call
 from ..._tool_links import note_response
 from ...errors import ReplayDivergenceError
 from ._attributes import response_attributes, summarize_events
+from ._errors import connection_error
 
 logger = logging.getLogger("spanreplay")
 
@@ -435,12 +436,10 @@ class CallReplayer:
         attempt = self.attempts[self._next]
         self._next += 1
         if "error" in attempt:
-            error = attempt["error"]
-            if error.get("type") == "timeout":
-                raise APITimeoutError(request=request)
-            raise APIConnectionError(message=str(error.get("message") or "Connection error."), request=request)
+            raise connection_error(attempt["error"], request)
         if "raised" in attempt:
-            raise rebuild_error(decode_error(orjson.dumps(attempt["raised"])))
+            where = f"run {self.call.run.run_id} seq {self.call.seq} (model call {self.call.call_id})"
+            raise rebuild_error(decode_error(orjson.dumps(attempt["raised"])), where=where)
         if "raw" in attempt:
             data = str(attempt["raw"]).encode()
         elif "events" in attempt:
