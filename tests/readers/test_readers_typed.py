@@ -31,7 +31,7 @@ from spanreplay.readers import _otlp_json_typed, read_file
 from spanreplay.readers._base import MalformedTrace
 from spanreplay.readers._otlp_json import MAX_DEPTH
 from spanreplay.readers._otlp_json_typed import line_spans
-from spanreplay.readers._sources import document_spans
+from spanreplay.readers.documents import document_spans
 
 THIRD_PARTY_LINES = [
     raw

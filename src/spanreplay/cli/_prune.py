@@ -29,7 +29,8 @@ from .._salts import SALT_DIR, salt_path
 from .._trace_paths import checked_run_id, path_inside
 from ..errors import TraceFormatError, UnsafeTraceValueError
 from ..readers import Damage, SpanReplayWarning, expand, listed_damage, read_file
-from ..readers._sources import BOM, GZIP_MAGIC
+from ..readers._json_lines import BOM
+from ..readers._sources import GZIP_MAGIC
 from ..readers._zstd import MAGIC as ZSTD_MAGIC
 from ..sources.runlog import RUN_MARKER
 from ._common import BadInput, console, printable, warn

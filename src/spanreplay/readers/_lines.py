@@ -141,3 +141,9 @@ def line_number(stream: IO[bytes], offset: int) -> int:
         newlines += block.count(_NL)
         offset -= len(block)
     return newlines + 1
+
+
+def peek(stream: IO[bytes], size: int) -> bytes:
+    """Up to ``size`` bytes ahead in ``stream``, left unread; none from a stream that cannot peek."""
+    ahead = getattr(stream, "peek", None)
+    return bytes(ahead(size)) if ahead is not None else b""
