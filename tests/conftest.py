@@ -23,7 +23,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 import spanreplay
 
 # Fixtures more than one folder's tests ask for, kept in modules of their own.
-pytest_plugins = ["helpers.postgres"]
+pytest_plugins = ["helpers.postgres", "helpers.masking_sinks"]
 
 # Dates where arithmetic on "now" goes wrong: a window that reaches into the month
 # (or two) before, a day that is another year in local time, a day most years lack.

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import base64
 import string
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,14 +19,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from opentelemetry import trace
-from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 
 import spanreplay
 from helpers.masking_engines import FAST, PLAIN, PYTHON
 from helpers.masking_samples import KINDS, written
-from helpers.otlp_receivers import HttpReceiver
-from spanreplay.masking import MaskingConfig
+from helpers.masking_sinks import Sinks
 
 AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
 JWT = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"
@@ -123,59 +120,6 @@ def tool_of(way: str, name: str, text: str) -> Any:
         return "ok"
 
     return lookup
-
-
-class Sinks:
-    def __init__(self, trace_dir: Path, receiver: HttpReceiver, provider: TracerProvider, dsn: str) -> None:
-        self.trace_dir = trace_dir
-        self.receiver = receiver
-        self.provider = provider
-        self.dsn = dsn
-
-    def everything(self) -> list[tuple[str, bytes]]:
-        """The bytes of every trace file, every OTLP request and every Postgres row."""
-        import psycopg
-
-        self.provider.force_flush()
-        out = [(str(p), p.read_bytes()) for p in sorted(self.trace_dir.rglob("*")) if p.is_file()]
-        out += [(f"otlp request {i}", r.body) for i, r in enumerate(self.receiver.requests)]
-        with psycopg.connect(self.dsn) as conn:
-            tables = [
-                row[0]
-                for row in conn.execute(
-                    "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()"
-                )
-            ]
-            for table in tables:
-                for (row,) in conn.execute(f"SELECT row_to_json(t)::text FROM {table} t"):
-                    out.append((f"postgres {table}", row.encode()))
-        assert any(where.startswith("otlp") for where, _ in out)
-        assert any(where.startswith("postgres") for where, _ in out)
-        return out
-
-
-@pytest.fixture(params=["placeholders", "keyed"])
-def sinks(
-    request: pytest.FixtureRequest, pg_dsn: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[Sinks]:
-    with HttpReceiver() as receiver:
-        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.url)
-        monkeypatch.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
-        provider = TracerProvider(resource=Resource.create({"service.name": "own-spans"}))
-        masking = MaskingConfig(key="project-key") if request.param == "keyed" else MaskingConfig()
-        spanreplay.configure(
-            trace_dir=tmp_path / "traces",
-            tracer_provider=provider,
-            otlp=True,
-            postgres=pg_dsn,
-            masking=masking,
-            raise_internal_errors=True,
-        )
-        try:
-            yield Sinks(tmp_path / "traces", receiver, provider, pg_dsn)
-        finally:
-            provider.shutdown()
-            spanreplay.reset()
 
 
 def raw_forms(secret: str) -> list[bytes]:
