@@ -345,7 +345,7 @@ def _check() -> str | None:
     where = f"opentelemetry-sdk {sdk_version}"
     provider = sdk_trace.TracerProvider(shutdown_on_exit=False)
     try:
-        tracer = provider.get_tracer("spanreplay.preflight")
+        tracer = provider.get_tracer("preflight")
         if type(tracer) is not Tracer:
             return f"{where} hands out a {type(tracer).__qualname__} rather than its Tracer"
         for name, kind in (("_span_limits", SpanLimits), ("_instrumentation_scope", InstrumentationScope)):
@@ -362,7 +362,7 @@ def _check() -> str | None:
             return f"{where}'s span processor's _on_ending is no longer a method"
     finally:
         provider.shutdown()
-    attributes: dict[str, Any] = {"spanreplay.preflight": 1}
+    attributes: dict[str, Any] = {"preflight": 1}
     span = ReadableSpan("preflight", attributes=attributes)
     missing = [name for name in _SPAN_FIELDS if name not in vars(span)]
     if missing:

@@ -119,7 +119,7 @@ def _check() -> str | None:
 
     provider = TracerProvider(shutdown_on_exit=False)
     try:
-        span = provider.get_tracer("spanreplay.preflight").start_span("preflight", attributes={"a": "b"})
+        span = provider.get_tracer("preflight").start_span("preflight", attributes={"a": "b"})
         span.set_attribute("c", 1)
         stored = getattr(getattr(span, "_attributes", None), "_dict", None)
         span.end()
