@@ -54,6 +54,8 @@ SUPPORTED = "anthropic >= 2.0, < 3"
 _BASE = "anthropic._base_client"
 # (module, attribute path, wrapper): every wrap point, for instrument and uninstrument alike.
 _WRAPS: tuple[tuple[str, str, Any], ...] = (
+    (_BASE, "SyncAPIClient.post", _wrappers.post_sync),
+    (_BASE, "AsyncAPIClient.post", _wrappers.post_async),
     (_BASE, "SyncAPIClient.request", _wrappers.request_sync),
     (_BASE, "AsyncAPIClient.request", _wrappers.request_async),
     (_BASE, "SyncAPIClient._attempt_request", _wrappers.attempt_sync),
@@ -75,6 +77,7 @@ _NEEDED: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
         (_BASE, client, method, parameters)
         for client in ("SyncAPIClient", "AsyncAPIClient")
         for method, parameters in (
+            ("post", ("path", "cast_to")),
             ("request", ("cast_to", "options", "stream", "stream_cls")),
             ("_request", ("cast_to", "options", "stream", "stream_cls")),
             ("_attempt_request", ("options",)),

@@ -29,7 +29,7 @@ every call takes the SDK's path.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Final, get_args, get_origin
 
 import anthropic
@@ -51,7 +51,7 @@ except ImportError:  # pragma: no cover - another SDK layout
 else:
     ENABLED = True
 
-__all__ = ["DECLINED", "DIRECT", "build", "encoded", "plain_body", "serve"]
+__all__ = ["DECLINED", "DIRECT", "PostOptions", "build", "encoded", "plain_body", "serve"]
 
 DECLINED: Final = object()
 """What ``serve`` returns when the recorded call needs the SDK's path."""
@@ -62,6 +62,42 @@ DECLINED: Final = object()
 # formats its own way. Sorted keys: these are the input's canonical bytes.
 _PLAIN: Final = orjson.OPT_SORT_KEYS | orjson.OPT_PASSTHROUGH_DATETIME
 _SENTINELS: Final = frozenset({anthropic.NotGiven, anthropic.Omit})
+
+
+class PostOptions:
+    """The request options ``post()`` was given, read the way ``FinalRequestOptions`` offers them.
+
+    ``post()`` builds ``FinalRequestOptions`` from these; the direct path reads
+    them as they are, and skips building it.
+    """
+
+    __slots__ = (
+        "content",
+        "extra_json",
+        "files",
+        "headers",
+        "json_data",
+        "method",
+        "params",
+        "post_parser",
+        "qualifiers",
+        "url",
+    )
+
+    def __init__(self, path: str, body: Any, options: Mapping[str, Any], files: Any, content: Any) -> None:
+        self.method = "post"
+        self.url = path
+        self.json_data = body
+        self.files = files
+        self.content = content
+        self.headers = options.get("headers", _NOT_GIVEN)
+        self.params = options.get("params", {})
+        self.extra_json = options.get("extra_json")
+        self.post_parser = options.get("post_parser", _NOT_GIVEN)
+        self.qualifiers = options.get("qualifiers")
+
+
+_NOT_GIVEN: Final = anthropic.NotGiven()
 
 
 def plain_body(instance: Any, cast_to: Any, options: Any, stream: bool) -> dict[str, Any] | None:

@@ -36,6 +36,8 @@ logger = logging.getLogger("spanreplay")
 
 _recording: ContextVar[CallRecorder | None] = ContextVar("spanreplay_anthropic_recording", default=None)
 _replaying: ContextVar[CallReplayer | None] = ContextVar("spanreplay_anthropic_replaying", default=None)
+# A replayed call post() began and the SDK serves: handed to the request() that post() calls.
+_begun: ContextVar[Call | None] = ContextVar("spanreplay_anthropic_begun", default=None)
 
 # Set by the instrumentor: keep the SDK's own span inside spanreplay's (record mode only).
 options: dict[str, bool] = {"sdk_spans": False}
@@ -220,7 +222,7 @@ def request_sync(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ..
     endpoint = _endpoint(request_options)
     if endpoint is None:
         return wrapped(*args, **kwargs)
-    call, served = _served_directly(run, instance, cast_to, request_options, stream, endpoint)
+    call, served = _decided(run, instance, cast_to, request_options, stream, endpoint)
     if served is not _direct.DECLINED:
         return served
     request_options = instance._copy_and_prepare(request_options)
@@ -257,7 +259,7 @@ async def request_async(
     endpoint = _endpoint(request_options)
     if endpoint is None:
         return await wrapped(*args, **kwargs)
-    call, served = _served_directly(run, instance, cast_to, request_options, stream, endpoint)
+    call, served = _decided(run, instance, cast_to, request_options, stream, endpoint)
     if served is not _direct.DECLINED:
         return served
     request_options = await instance._copy_and_prepare(request_options)
@@ -282,6 +284,70 @@ async def request_async(
         _recording.reset(token)
     _guard("record a model call", recorder.returned)
     return result
+
+
+def _decided(
+    run: Run, instance: Any, cast_to: Any, request_options: Any, stream: bool, endpoint: str
+) -> tuple[Call | None, Any]:
+    """``_served_directly`` for this call, unless ``post()`` asked it already and began the call."""
+    begun = _begun.get()
+    if begun is not None:
+        _begun.set(None)  # this call's alone: a call the SDK makes while serving it begins its own
+        return begun, _direct.DECLINED
+    return _served_directly(run, instance, cast_to, request_options, stream, endpoint)
+
+
+# --- post(): the decision made before the SDK builds its request options ---------------------
+
+
+def _from_post(run: Run, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Call | None, Any]:
+    """``_served_directly`` asked from ``post()``'s arguments, or ``(None, DECLINED)`` when it cannot be.
+
+    Building the request options costs more than the rest of a replayed call, so
+    the decision is made here when it can be: ``post(path, *, cast_to, body=None,
+    content=None, options={}, files=None, stream=False, stream_cls=None)``. A client
+    whose resources were made before instrumenting reaches ``request()`` alone,
+    which asks the same function.
+    """
+    if not _direct.DIRECT.on or not isinstance(run, ReplayingRun) or len(args) > 1 or "cast_to" not in kwargs:
+        return None, _direct.DECLINED
+    path = args[0] if args else kwargs.get("path")
+    endpoint = _ENDPOINTS.get(path.split("?", 1)[0]) if isinstance(path, str) else None
+    if endpoint is None or not isinstance(path, str):
+        return None, _direct.DECLINED
+    view = _direct.PostOptions(
+        path, kwargs.get("body"), kwargs.get("options") or {}, kwargs.get("files"), kwargs.get("content")
+    )
+    stream = bool(kwargs.get("stream", False))
+    return _served_directly(run, instance, kwargs["cast_to"], view, stream, endpoint)
+
+
+def post_sync(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    run = run_for_boundary("an Anthropic Messages API call")
+    if run is None:
+        return wrapped(*args, **kwargs)
+    call, served = _from_post(run, instance, args, kwargs)
+    if served is not _direct.DECLINED:
+        return served
+    token = _begun.set(call)
+    try:
+        return wrapped(*args, **kwargs)
+    finally:
+        _begun.reset(token)
+
+
+async def post_async(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    run = run_for_boundary("an Anthropic Messages API call")
+    if run is None:
+        return await wrapped(*args, **kwargs)
+    call, served = _from_post(run, instance, args, kwargs)
+    if served is not _direct.DECLINED:
+        return served
+    token = _begun.set(call)
+    try:
+        return await wrapped(*args, **kwargs)
+    finally:
+        _begun.reset(token)
 
 
 # --- _attempt_request(): one HTTP attempt -------------------------------------------------
