@@ -29,6 +29,7 @@ from opentelemetry.attributes import BoundedAttributes
 from opentelemetry.sdk.trace import Tracer
 
 import spanreplay
+from helpers.accelerators import needs_accelerator
 from helpers.messages_api_server import MODEL, MessagesAPIServer, instrument, reply, serve, text, tool_use
 from spanreplay import _accelerators
 from spanreplay.instrumentation.anthropic import AnthropicInstrumentor, _direct
@@ -86,6 +87,7 @@ def assert_soft(caplog: pytest.LogCaptureFixture, name: str, problem: str) -> No
 # --- accelerators: off, one line, the same objects ------------------------------------------------
 
 
+@needs_accelerator("direct")
 def test_without_the_sdks_private_model_helpers_the_sdk_path_replays(
     server: MessagesAPIServer,
     trace_dir: Path,
@@ -117,6 +119,7 @@ def test_without_the_sdks_private_model_helpers_the_sdk_path_replays(
     assert recorded[0].content[1].input == {"order_id": "A-17"}
 
 
+@needs_accelerator("direct")
 def test_a_client_field_kept_elsewhere_turns_the_direct_path_off(
     server: MessagesAPIServer,
     trace_dir: Path,
@@ -141,6 +144,7 @@ def test_a_client_field_kept_elsewhere_turns_the_direct_path_off(
     assert replayed == recorded
 
 
+@needs_accelerator("boundary_spans")
 def test_a_tracer_whose_span_limits_changed_type_records_through_start_span(
     server: MessagesAPIServer,
     trace_dir: Path,
@@ -165,6 +169,7 @@ def test_a_tracer_whose_span_limits_changed_type_records_through_start_span(
     assert [event.kind for event in log.events] == ["model", "model"]
 
 
+@needs_accelerator("attribute_dict")
 def test_spans_whose_attributes_are_kept_another_way_are_read_through_the_public_property(
     server: MessagesAPIServer,
     trace_dir: Path,
