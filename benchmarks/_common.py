@@ -118,6 +118,13 @@ def parse_args(description: str, argv: Sequence[str] | None = None) -> argparse.
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--json", action="store_true", help="print the figures as JSON (for run_all.py)")
     parser.add_argument("--quick", action="store_true", help="fewer calls and repeats: a smoke run, not a measurement")
+    parser.add_argument(
+        "--accelerate",
+        choices=("on", "off", "both"),
+        default="on",
+        help="the accelerators (configure(accelerate=)): on, off, or both side by side in one run "
+        "(the benchmarks that have a spanreplay path they change)",
+    )
     return parser.parse_args(argv)
 
 

@@ -13,7 +13,11 @@
    run (the figure), and a run opened and closed around each call (its trace
    file created, its run span written).
 
-    python benchmarks/bench_anthropic.py [--quick] [--json]
+With ``--accelerate both`` the loaded replay and the record of the calls of one
+run are measured again in the same rounds with the accelerators
+(``configure(accelerate=)``) off.
+
+    python benchmarks/bench_anthropic.py [--quick] [--json] [--accelerate on|off|both]
 """
 
 from __future__ import annotations
@@ -57,7 +61,7 @@ def _nothing() -> Iterator[None]:
     yield
 
 
-def measure(*, calls: int, repeats: int, network_calls: int) -> list[Figure]:
+def measure(*, calls: int, repeats: int, network_calls: int, accelerate: str = "on") -> list[Figure]:
     messages = conversation()
     request = {"model": MODEL, "max_tokens": 512, "messages": messages}
     size_kb = len(json.dumps(messages)) / 1000
@@ -97,32 +101,47 @@ def measure(*, calls: int, repeats: int, network_calls: int) -> list[Figure]:
 
         # The record-overhead runs go to a directory of their own, so the cold replay
         # below opens a directory that holds the one run it replays.
-        spanreplay.configure(service_name="bench", trace_dir=work / "overhead")
+        main_on = accelerate != "off"
+
+        def configured(accelerated: bool = main_on) -> None:
+            spanreplay.configure(service_name="bench", trace_dir=work / "overhead", accelerate=accelerated)
+
+        configured()
 
         def record_call() -> Any:
             with spanreplay.record(agent="bench-record"):
                 return client.messages.create(**request)
 
         @contextmanager
-        def recording() -> Iterator[None]:
+        def recording(accelerated: bool = main_on) -> Iterator[None]:
+            configured(accelerated)
             with instrumented(), spanreplay.record(agent="bench-record-many"):
                 yield
 
-        network = interleaved(
-            {
-                "plain": batch(network_calls, lambda: plain_client.messages.create(**request)),
-                "recorded": batch(network_calls, lambda: client.messages.create(**request), recording),
-                "recorded_run_each": batch(network_calls, record_call, instrumented),
-            },
-            repeats=max(3, repeats // 3),
-        )
+        @contextmanager
+        def instrumented_configured() -> Iterator[None]:
+            configured()
+            with instrumented():
+                yield
+
+        network_cases = {
+            "plain": batch(network_calls, lambda: plain_client.messages.create(**request)),
+            "recorded": batch(network_calls, lambda: client.messages.create(**request), recording),
+            "recorded_run_each": batch(network_calls, record_call, instrumented_configured),
+        }
+        if accelerate == "both":
+            network_cases["recorded_off"] = batch(
+                network_calls, lambda: client.messages.create(**request), lambda: recording(False)
+            )
+        network = interleaved(network_cases, repeats=max(3, repeats // 3))
 
     # -- replay, the server gone --------------------------------------------------------------
     log = spanreplay.load(traces, run.run_id)
     many = spanreplay.load(work / "many", many_run.run_id)
 
     @contextmanager
-    def replaying_many() -> Iterator[None]:
+    def replaying_many(accelerated: bool = main_on) -> Iterator[None]:
+        configured(accelerated)
         with instrumented(), spanreplay.replay(many):
             yield
 
@@ -147,20 +166,22 @@ def measure(*, calls: int, repeats: int, network_calls: int) -> list[Figure]:
         # Another exchange with the server than the recorded run's: the same reply, another message id.
         assert plain_client.messages.create(**request).content == original.content
 
-    samples = interleaved(
-        {
-            "spanreplay_hot": batch(calls, lambda: client.messages.create(**request), replaying_many),
-            "spanreplay_run_each": batch(calls, replay_hot, instrumented),
-            "vcrpy_hot": batch(
-                calls,
-                lambda: plain_client.messages.create(**request),
-                lambda: player.use_cassette(cassette, allow_playback_repeats=True),
-            ),
-            "spanreplay_cold": batch(max(1, calls // 5), replay_cold, instrumented),
-            "vcrpy_cold": batch(max(1, calls // 5), vcr_cold),
-        },
-        repeats=repeats,
-    )
+    replay_cases = {
+        "spanreplay_hot": batch(calls, lambda: client.messages.create(**request), replaying_many),
+        "spanreplay_run_each": batch(calls, replay_hot, instrumented_configured),
+        "vcrpy_hot": batch(
+            calls,
+            lambda: plain_client.messages.create(**request),
+            lambda: player.use_cassette(cassette, allow_playback_repeats=True),
+        ),
+        "spanreplay_cold": batch(max(1, calls // 5), replay_cold, instrumented_configured),
+        "vcrpy_cold": batch(max(1, calls // 5), vcr_cold),
+    }
+    if accelerate == "both":
+        replay_cases["spanreplay_hot_off"] = batch(
+            calls, lambda: client.messages.create(**request), lambda: replaying_many(False)
+        )
+    samples = interleaved(replay_cases, repeats=repeats)
     per_call = {
         name: [ns / (max(1, calls // 5) if name.endswith("cold") else calls) / 1000 for ns in values]
         for name, values in samples.items()
@@ -203,13 +224,29 @@ def measure(*, calls: int, repeats: int, network_calls: int) -> list[Figure]:
         ),
         Figure(NAME, "replayed calls per repeat x repeats", calls * repeats, "calls", note=f"{calls} x {repeats}"),
     ]
+    if accelerate == "both":
+        hot_off, hot_off_note = ratio("vcrpy_hot", "spanreplay_hot_off")
+        replay_cost = [o / a for o, a in zip(per_call["spanreplay_hot_off"], per_call["spanreplay_hot"], strict=True)]
+        overhead_off = [r / p for r, p in zip(per_call["recorded_off"], per_call["plain"], strict=True)]
+        record_cost = [o / a for o, a in zip(per_call["recorded_off"], per_call["recorded"], strict=True)]
+        figures += [
+            timed(NAME, "spanreplay replay, log loaded, one run, accelerators off", per_call["spanreplay_hot_off"]),
+            Figure(NAME, "speed-up over vcrpy, loaded, accelerators off", hot_off, "x", note=hot_off_note),
+            Figure(NAME, "replay, accelerators off / on", median(replay_cost), "x", note="median of per-repeat ratios"),
+            timed(NAME, "call to the local server, recorded, accelerators off", per_call["recorded_off"]),
+            Figure(NAME, "record overhead ratio, accelerators off", median(overhead_off), "x", note="median"),
+            Figure(NAME, "record, accelerators off / on", median(record_cost), "x", note="median of per-repeat ratios"),
+        ]
     return figures
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(__doc__.splitlines()[0], argv)
     calls, repeats, network_calls = (20, 3, 5) if args.quick else (100, 15, 20)
-    emit(measure(calls=calls, repeats=repeats, network_calls=network_calls), as_json=args.json)
+    emit(
+        measure(calls=calls, repeats=repeats, network_calls=network_calls, accelerate=args.accelerate),
+        as_json=args.json,
+    )
 
 
 if __name__ == "__main__":

@@ -11,7 +11,10 @@ the same call to its own file. Last, a model-call boundary whose conversation is
 40 KB of JSON, masking on: the turns of one run, each sending the conversation so
 far plus the reply and a new question.
 
-    python benchmarks/bench_record.py [--quick] [--json]
+With ``--accelerate both`` the spanreplay cases run twice in the same rounds,
+with the accelerators (``configure(accelerate=)``) on and off.
+
+    python benchmarks/bench_record.py [--quick] [--json] [--accelerate on|off|both]
 """
 
 from __future__ import annotations
@@ -120,7 +123,7 @@ def captured_attributes() -> tuple[str, dict[str, Any], dict[str, Any]]:
     return span.name, start, end
 
 
-def measure(*, calls: int, repeats: int) -> list[Figure]:
+def measure(*, calls: int, repeats: int, accelerate: str = "on") -> list[Figure]:
     name, start_attributes, end_attributes = captured_attributes()
     resource = Resource.create({"service.name": "bench"})
 
@@ -154,9 +157,16 @@ def measure(*, calls: int, repeats: int) -> list[Figure]:
     provider = TracerProvider(resource=resource)
     providers.append(provider)
 
-    def record(file_on: bool, masking: bool = True) -> Case:
+    main_on = accelerate != "off"
+
+    def record(file_on: bool, masking: bool = True, accelerated: bool = main_on) -> Case:
         def case() -> int:
-            spanreplay.configure(trace_dir=trace_dir if file_on else None, tracer_provider=provider, masking=masking)
+            spanreplay.configure(
+                trace_dir=trace_dir if file_on else None,
+                tracer_provider=provider,
+                masking=masking,
+                accelerate=accelerated,
+            )
             with spanreplay.record(agent="bench"):
                 start = time.perf_counter_ns()
                 for _ in range(calls):
@@ -168,9 +178,9 @@ def measure(*, calls: int, repeats: int) -> list[Figure]:
 
     base_conversation = conversation()
 
-    def model_turns() -> int:
+    def model_turns(accelerated: bool = main_on) -> int:
         # A run of model calls from a 40 KB conversation: masking on, durable file on.
-        spanreplay.configure(trace_dir=trace_dir, tracer_provider=provider, masking=True)
+        spanreplay.configure(trace_dir=trace_dir, tracer_provider=provider, masking=True, accelerate=accelerated)
         messages = list(base_conversation)
         with spanreplay.record(agent="bench-model"):
             start = time.perf_counter_ns()
@@ -193,6 +203,9 @@ def measure(*, calls: int, repeats: int) -> list[Figure]:
         "spanreplay_nofile": record(file_on=False),
         "model_40kb": model_turns,
     }
+    if accelerate == "both":
+        cases["spanreplay_off"] = record(file_on=True, accelerated=False)
+        cases["model_40kb_off"] = lambda: model_turns(accelerated=False)
     rewind_note = ""
     try:
         import rewind
@@ -305,6 +318,19 @@ def measure(*, calls: int, repeats: int) -> list[Figure]:
         figures.append(
             Figure(NAME, "agent-rewind @rewind.tool (JSON-lines file)", float("nan"), "us/call", note=rewind_note)
         )
+    if "spanreplay_off" in us:
+        off, off_note = ratio("spanreplay_off", "baseline")
+        tool_cost, tool_note = ratio("spanreplay_off", "spanreplay")
+        model_cost, model_note = ratio("model_40kb_off", "model_40kb")
+        figures += [
+            timed(NAME, "spanreplay @tool, durable file on, accelerators off", us["spanreplay_off"]),
+            Figure(NAME, "ratio spanreplay, accelerators off / bare span", off, "x", note=off_note),
+            Figure(NAME, "ratio spanreplay, accelerators off / on", tool_cost, "x", note=tool_note),
+            timed(NAME, "model call, 40 KB conversation, masking on, accelerators off", us["model_40kb_off"]),
+            Figure(NAME, "ratio model call, accelerators off / on", model_cost, "x", note=model_note),
+        ]
+    elif accelerate == "off":
+        figures.append(Figure(NAME, "accelerators", 0, "on", note="off: every spanreplay case above"))
     figures.append(Figure(NAME, "calls per repeat x repeats", calls * repeats, "calls", note=f"{calls} x {repeats}"))
     return figures
 
@@ -312,7 +338,7 @@ def measure(*, calls: int, repeats: int) -> list[Figure]:
 def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(__doc__.splitlines()[0], argv)
     calls, repeats = (200, 3) if args.quick else (1000, 21)
-    emit(measure(calls=calls, repeats=repeats), as_json=args.json)
+    emit(measure(calls=calls, repeats=repeats, accelerate=args.accelerate), as_json=args.json)
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ try:
 except _metadata.PackageNotFoundError:  # running from a source tree that was not installed
     __version__ = "0.0.0"
 
+from . import _accelerators
 from ._builtins import now, random, time, uuid4
 from ._checkpoints import checkpoint
 from ._config import Settings, configure, is_configured, reset, settings
@@ -136,3 +137,7 @@ __all__ = [
     "tool",
     "uuid4",
 ]
+
+# The accelerators registered on import are checked now, so that code which writes
+# spans before configure() (an exporter on its own) finds them checked.
+_accelerators.preflight()

@@ -17,6 +17,10 @@ own ``BoundedAttributes``, as on an SDK span.
 and only where the SDK would not change the span's attributes: no attribute
 length limit, and the SDK's internal span metrics off. Any other tracer, or an
 SDK whose tracer no longer holds what is read here, gets ``start_span`` as before.
+
+This is the ``boundary_spans`` accelerator (``_accelerators``): off with
+``configure(accelerate=False)``, and off, with one log line, when its preflight
+(``_check``) finds the SDK's tracer or ``ReadableSpan`` keeping other fields.
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode,
 from opentelemetry.util import types
 
 from . import _semconv as sc
+from ._accelerators import register
 from ._others_masking import OthersMasking, bounded_list
 
 logger = logging.getLogger("spanreplay")
@@ -291,7 +296,7 @@ class BoundarySpans:
     @classmethod
     def for_tracer(cls, tracer: trace_api.Tracer) -> BoundarySpans | None:
         """The starter for ``tracer``, or None where its own ``start_span`` must be used."""
-        if type(tracer) is not Tracer:
+        if not BOUNDARY_SPANS.on or type(tracer) is not Tracer:
             return None
         limits = getattr(tracer, "_span_limits", None)
         scope = getattr(tracer, "_instrumentation_scope", None)
@@ -353,3 +358,64 @@ class BoundarySpans:
 def checked(attributes: Mapping[str, Any]) -> dict[str, Any]:
     """Attributes from outside spanreplay, checked and converted as the SDK does."""
     return dict(BoundedAttributes(None, attributes, immutable=True))
+
+
+# What ReadableSpan.__init__ stores, under the names BoundarySpan reads and writes.
+_SPAN_FIELDS: Final = (
+    "_name",
+    "_context",
+    "_parent",
+    "_start_time",
+    "_end_time",
+    "_attributes",
+    "_events",
+    "_links",
+    "_resource",
+    "_instrumentation_scope",
+    "_status",
+    "_kind",
+)
+
+
+def _check() -> str | None:
+    """Why the SDK no longer holds what ``BoundarySpans`` reads, or None when it does."""
+    from opentelemetry.sdk import trace as sdk_trace
+    from opentelemetry.sdk.version import __version__ as sdk_version
+
+    where = f"opentelemetry-sdk {sdk_version}"
+    provider = sdk_trace.TracerProvider(shutdown_on_exit=False)
+    try:
+        tracer = provider.get_tracer("preflight")
+        if type(tracer) is not Tracer:
+            return f"{where} hands out a {type(tracer).__qualname__} rather than its Tracer"
+        for name, kind in (("_span_limits", SpanLimits), ("_instrumentation_scope", InstrumentationScope)):
+            if not isinstance(getattr(tracer, name, None), kind):
+                return f"{where}'s Tracer has no {name} (a {kind.__name__})"
+        enabled = getattr(tracer, "_is_enabled", None)
+        if enabled is not None and not callable(enabled):
+            return f"{where}'s Tracer._is_enabled is no longer a method"
+        for name in ("sampler", "id_generator", "span_processor", "resource"):
+            if not hasattr(tracer, name):
+                return f"{where}'s Tracer has no {name}"
+        ending = getattr(tracer.span_processor, "_on_ending", None)
+        if ending is not None and not callable(ending):
+            return f"{where}'s span processor's _on_ending is no longer a method"
+    finally:
+        provider.shutdown()
+    attributes: dict[str, Any] = {"preflight": 1}
+    span = ReadableSpan("preflight", attributes=attributes)
+    missing = [name for name in _SPAN_FIELDS if name not in vars(span)]
+    if missing:
+        return f"{where}'s ReadableSpan no longer keeps {missing[0]}"
+    if vars(span)["_attributes"] is not attributes or dict(span.attributes or {}) != attributes:
+        return f"{where}'s ReadableSpan no longer keeps the attributes it is given as they are"
+    return None
+
+
+BOUNDARY_SPANS: Final = register(
+    "boundary_spans",
+    reads="the OpenTelemetry SDK Tracer's _span_limits, _instrumentation_scope and _is_enabled, its span "
+    "processor's _on_ending, and the fields ReadableSpan.__init__ stores (_attributes, _context, _end_time, ...)",
+    replaced_by="the SDK's own Tracer.start_span",
+    check=_check,
+)

@@ -18,6 +18,7 @@ from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
 
 from . import _semconv as sc
+from ._accelerators import preflight, set_accelerate
 from ._context import current_run_id
 from ._environment import environment
 from ._events import RunSummary
@@ -116,6 +117,7 @@ def configure(
     keep_ok: float | None = None,
     keep: Callable[[RunSummary], bool] | None = None,
     postgres_commit: str | None = None,
+    accelerate: bool | None = None,
 ) -> Settings:
     """Set up recording: a tracer provider with the durable file and, if asked, OTLP.
 
@@ -173,6 +175,14 @@ def configure(
             calls, tokens, usd) that keeps the run when it returns True, whatever its
             share (``lambda run: run.usd > 1``). Without ``keep_ok`` only the runs it
             asks for are kept. One that raises keeps the run.
+        accelerate: False turns off every speed shortcut that reads another
+            library's private names (the direct replay of a plain Anthropic call,
+            boundary spans started without the SDK's per-attribute checks, the
+            in-place read of a span's attributes); the public paths then serve the
+            same results, slower. None (the default) leaves it to
+            ``SPANREPLAY_ACCELERATE`` (on unless ``0``, ``false``, ``no`` or ``off``).
+            An accelerator whose private names a library no longer has turns itself
+            off, with one log line, whatever this says. See docs/architecture.md.
 
     Returns:
         The Settings in force. Calling ``configure()`` again replaces them.
@@ -192,6 +202,7 @@ def configure(
         )
         if raise_internal_errors is None:
             raise_internal_errors = strict
+    set_accelerate(accelerate)
     return _configure(
         service_name,
         trace_dir,
@@ -263,7 +274,7 @@ def _configure(
         )
         from . import __version__
 
-        _settings = Settings(
+        _settings = configured = Settings(
             provider=provider,
             tracer=provider.get_tracer(sc.INSTRUMENTATION_NAME, __version__),
             file_processor=file_processor if trace_dir is not None else None,
@@ -274,7 +285,9 @@ def _configure(
             keep=keep,
             tally=attached.tally,
         )
-        return _settings
+    # Outside the lock: a failed check logs. A run started from here on uses what it says.
+    preflight()
+    return configured
 
 
 def settings() -> Settings:
@@ -345,6 +358,7 @@ def reset() -> None:
     global provider once per process).
     """
     global _settings
+    set_accelerate(None)
     with _lock:
         _settings = None
         for attached in list(_attached.values()):
@@ -378,6 +392,7 @@ def recording_into(trace_dir: str | os.PathLike[str]) -> Iterator[Settings]:
 
     with _lock:
         previous = _settings
+    preflight()
     provider = TracerProvider(resource=otlp_resource(None, None))
     file_processor = DurableFileSpanProcessor(trace_dir, strict=True)
     provider.add_span_processor(RunIdSpanProcessor())

@@ -45,6 +45,8 @@ VARIABLES: Final[Mapping[str, str]] = {
     "(`synchronous_commit=off`); default `sync`.",
     "SPANREPLAY_PRICES": "A price file (JSON or YAML) on top of the built-in model prices.",
     "SPANREPLAY_ANTHROPIC_SDK_SPANS": "`1` or `true`: keep the Anthropic SDK's own spans beside spanreplay's.",
+    "SPANREPLAY_ACCELERATE": "`0`, `false`, `no` or `off`: turn off every speed shortcut that reads another "
+    "library's private names (`configure(accelerate=)`); the public paths serve the same results, slower.",
     "SPANREPLAY_JAEGER_TOKEN": "A bearer token for `jaeger+http(s)://` sources.",
     "SPANREPLAY_JAEGER_HEADERS": "Headers for `jaeger+http(s)://` sources: `name=value,name2=value2`.",
     "SPANREPLAY_TEMPO_TOKEN": "A bearer token for `tempo+http(s)://` sources.",
@@ -88,6 +90,7 @@ class Environment:
     postgres_commit: str
     prices: str
     anthropic_sdk_spans: bool
+    accelerate: bool
     jaeger_token: str
     jaeger_headers: str
     tempo_token: str
@@ -136,6 +139,7 @@ def environment(environ: Mapping[str, str] | None = None) -> Environment:
         postgres_commit=env.get("SPANREPLAY_POSTGRES_COMMIT", "").strip(),
         prices=env.get("SPANREPLAY_PRICES", "").strip(),
         anthropic_sdk_spans=flag("SPANREPLAY_ANTHROPIC_SDK_SPANS"),
+        accelerate=env.get("SPANREPLAY_ACCELERATE", "1").strip().lower() not in _OFF,
         jaeger_token=env.get("SPANREPLAY_JAEGER_TOKEN", "").strip(),
         jaeger_headers=env.get("SPANREPLAY_JAEGER_HEADERS", ""),
         tempo_token=env.get("SPANREPLAY_TEMPO_TOKEN", "").strip(),

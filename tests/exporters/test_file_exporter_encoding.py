@@ -36,6 +36,7 @@ from opentelemetry.trace import (
     set_span_in_context,
 )
 
+from helpers.accelerators import needs_accelerator
 from spanreplay._spans import from_sdk_span
 from spanreplay.exporters._otlp_json import LineEncoder, attributes_of, span_dict, span_json
 from spanreplay.readers._otlp_json import spans_from_document
@@ -341,6 +342,7 @@ def test_values_are_written_as_orjson_writes_them_for_every_code_point() -> None
         assert _encode_value(value) == orjson.dumps(value)
 
 
+@needs_accelerator("attribute_dict")
 def test_the_sdk_still_keeps_span_attributes_where_the_fast_read_finds_them() -> None:
     # attributes_of() reads the SDK's attribute dict in place (ReadableSpan.attributes
     # is a proxy whose every lookup is a Python call). When an SDK release stores them

@@ -27,6 +27,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import spanreplay
+from helpers.accelerators import needs_accelerator
 from helpers.messages_api_server import (
     MODEL,
     MessagesAPIServer,
@@ -246,6 +247,7 @@ CASES: dict[str, tuple[Callable[[], list[Reply]], str, int, bool]] = {
 }
 
 
+@needs_accelerator("direct")
 @pytest.mark.parametrize("name", list(CASES))
 def test_the_direct_path_serves_what_the_sdk_path_serves(
     name: str, server: MessagesAPIServer, trace_dir: Path, instrumented: None, direct_served: list[Any]
@@ -274,6 +276,7 @@ def test_the_direct_path_serves_what_the_sdk_path_serves(
         assert fast._request_id == recorded._request_id
 
 
+@needs_accelerator("direct")
 def test_the_async_client_takes_the_direct_path_too(
     server: MessagesAPIServer, trace_dir: Path, instrumented: None, direct_served: list[Any]
 ) -> None:
@@ -317,6 +320,7 @@ def test_a_request_the_sdk_must_prepare_replays_through_the_sdk_path(
             assert direct_served == []
 
 
+@needs_accelerator("direct")
 def test_a_client_made_before_instrumenting_replays_directly_too(
     server: MessagesAPIServer, trace_dir: Path, direct_served: list[Any]
 ) -> None:

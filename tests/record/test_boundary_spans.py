@@ -36,7 +36,11 @@ from opentelemetry.trace import Link, SpanKind, StatusCode
 from opentelemetry.util.types import Attributes
 
 import spanreplay
+from helpers.accelerators import needs_accelerator
 from spanreplay._boundary_spans import BoundarySpan, BoundarySpans
+
+# Every test here compares boundary spans with the SDK's own: nothing to compare with the accelerator off.
+pytestmark = needs_accelerator("boundary_spans")
 
 RUN_ID = "run_boundary_spans"
 SCOPE = "spanreplay"

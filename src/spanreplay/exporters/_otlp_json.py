@@ -25,6 +25,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.trace import Link, SpanKind, StatusCode
 
+from .._accelerators import register
 from .._boundary_spans import BoundarySpan, LineFields
 
 # The SDK numbers SpanKind from 0 (INTERNAL); OTLP numbers it from 1 (0 is UNSPECIFIED).
@@ -99,14 +100,42 @@ def attributes_of(span: ReadableSpan) -> Mapping[str, Any]:
     An SDK that stores them otherwise gets the public property;
     ``tests/exporters/test_file_exporter_encoding.py`` fails when the SDK's own spans stop
     taking the fast read, so a change shows in CI rather than as a slowdown.
+    This is the ``attribute_dict`` accelerator: with it off, the public property.
     """
-    stored = getattr(span, "_attributes", None)
-    if type(stored) is dict:  # a span built with a plain dict (spanreplay's boundary spans)
-        return stored
-    stored = getattr(stored, "_dict", None)
-    if type(stored) is dict:
-        return stored
+    if ATTRIBUTE_DICT.on:
+        stored = getattr(span, "_attributes", None)
+        if type(stored) is dict:  # a span built with a plain dict (spanreplay's boundary spans)
+            return stored
+        stored = getattr(stored, "_dict", None)
+        if type(stored) is dict:
+            return stored
     return span.attributes or _NO_ATTRIBUTES
+
+
+def _check() -> str | None:
+    """Why the SDK's spans no longer keep their attributes in ``_attributes._dict``, or None."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.version import __version__ as sdk_version
+
+    provider = TracerProvider(shutdown_on_exit=False)
+    try:
+        span = provider.get_tracer("preflight").start_span("preflight", attributes={"a": "b"})
+        span.set_attribute("c", 1)
+        stored = getattr(getattr(span, "_attributes", None), "_dict", None)
+        span.end()
+    finally:
+        provider.shutdown()
+    if type(stored) is not dict or stored != {"a": "b", "c": 1}:
+        return f"opentelemetry-sdk {sdk_version}'s spans no longer keep their attributes in _attributes._dict"
+    return None
+
+
+ATTRIBUTE_DICT: Final = register(
+    "attribute_dict",
+    reads="the OpenTelemetry SDK span's _attributes._dict (its BoundedAttributes' dict), read in place",
+    replaced_by="the public ReadableSpan.attributes",
+    check=_check,
+)
 
 
 _NO_ATTRIBUTES: Final[Mapping[str, Any]] = MappingProxyType({})

@@ -26,9 +26,11 @@ from opentelemetry.instrumentation.utils import unwrap
 from packaging.requirements import Requirement
 from wrapt import wrap_function_wrapper
 
+from ..._accelerators import preflight
 from ..._environment import environment
 from ..._error_records import register_error_fields, register_error_rebuilder
 from ..._run import current_run
+from . import _direct as _direct  # registers the direct accelerator before the preflight
 from . import _overrides as _overrides  # registers how a model call's override is served
 from . import _wrappers
 from ._errors import error_fields, rebuild_anthropic_error
@@ -65,8 +67,49 @@ _WRAPS: tuple[tuple[str, str, Any], ...] = (
     ("anthropic.lib.tools._beta_runner", "BaseSyncToolRunner._run_toolset_member", _wrappers.run_tool_sync),
     ("anthropic.lib.tools._beta_runner", "BaseAsyncToolRunner._run_toolset_member", _wrappers.run_tool_async),
 )
-# Private SDK methods the wrappers call; an SDK without them cannot be instrumented.
-_NEEDED = ("_request", "_attempt_request", "_copy_and_prepare", "_sleep_for_retry", "_prepare_url")
+# Private SDK names the instrumentation stands on (no public path does their work):
+# (class, method, the parameters the wrappers pass or read by name, in order). One
+# missing, or taking other parameters, and nothing is instrumented: the agent runs
+# unrecorded, with one log line, rather than breaking in a wrapper.
+_RUNNER = "anthropic.lib.tools._beta_runner"
+_NEEDED: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
+    *(
+        (_BASE, client, method, parameters)
+        for client in ("SyncAPIClient", "AsyncAPIClient")
+        for method, parameters in (
+            ("post", ("path", "cast_to")),
+            ("request", ("cast_to", "options", "stream", "stream_cls")),
+            ("_request", ("cast_to", "options", "stream", "stream_cls")),
+            ("_attempt_request", ("options",)),
+            ("_copy_and_prepare", ("options",)),
+            ("_sleep_for_retry", ()),
+            ("_prepare_url", ("url",)),
+        )
+    ),
+    *(
+        (_RUNNER, runner, method, parameters)
+        for runner in ("BaseSyncToolRunner", "BaseAsyncToolRunner")
+        for method, parameters in (("_run_tool", ("tool", "tool_use")), ("_run_toolset_member", ("tool_use",)))
+    ),
+)
+
+
+def _signature_problem(module: str, owner: str, method: str, expected: tuple[str, ...]) -> str | None:
+    """What is wrong with ``owner.method`` for the wrappers, as a phrase; None when nothing is."""
+    import importlib
+    import inspect
+
+    cls = getattr(importlib.import_module(module), owner, None)
+    function = getattr(cls, method, None)
+    if function is None:
+        return f"has no {owner}.{method}"
+    try:
+        parameters = [name for name in inspect.signature(function).parameters if name != "self"]
+    except (TypeError, ValueError):
+        return f"has a {owner}.{method} whose signature cannot be read"
+    if parameters[: len(expected)] != list(expected):
+        return f"has a {owner}.{method}({', '.join(parameters)}), not ({', '.join(expected)}, ...)"
+    return None
 
 
 def _problem() -> str | None:
@@ -85,14 +128,15 @@ def _problem() -> str | None:
             f"are not recorded or replayed; install a supported version with pip install "
             f"'{SUPPORTED.replace(' ', '')}'."
         )
-    from anthropic import _base_client
-
-    for cls in (_base_client.SyncAPIClient, _base_client.AsyncAPIClient):
-        missing = [name for name in _NEEDED if not hasattr(cls, name)]
-        if missing:
+    for module, owner, method, expected in _NEEDED:
+        try:
+            problem = _signature_problem(module, owner, method, expected)
+        except ImportError:
+            problem = f"has no module {module}"
+        if problem is not None:
             return (
-                f"spanreplay: anthropic {version} has no {cls.__name__}.{missing[0]}, which spanreplay wraps, so "
-                f"Anthropic calls are not recorded or replayed; install another anthropic release in {SUPPORTED}."
+                f"spanreplay: anthropic {version} {problem}, which spanreplay wraps, so Anthropic calls are not "
+                f"recorded or replayed; install another anthropic release in {SUPPORTED}."
             )
     return None
 
@@ -135,6 +179,8 @@ class AnthropicInstrumentor(BaseInstrumentor):  # type: ignore[misc]
         for module, name, wrapper in _WRAPS:
             wrap_function_wrapper(module, name, wrapper)
         _patch_tracer()
+        # The direct replay path is an accelerator: checked here, once, against this SDK.
+        preflight()
         register_error_rebuilder(rebuild_anthropic_error)
         register_error_fields(error_fields)
         if kwargs.get("zero_code", True):

@@ -17,18 +17,26 @@ neither changes anything, so this path skips both:
   path does. Tests hold the objects of both paths equal, field by field.
 
 Every other call takes the SDK's path, unchanged.
+
+This is the ``direct`` accelerator (``_accelerators``): it reads the SDK's
+private model helpers (``anthropic._models``, ``_utils``, ``_compat``), two
+private fields of its client and pydantic's model metadata. Off (by
+``configure(accelerate=False)``, or by its preflight, ``_check``, when those
+names are missing or build another object than the SDK's ``construct_type``),
+every call takes the SDK's path.
 """
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final, get_args, get_origin
 
 import anthropic
 import orjson
 import pydantic
 
+from ..._accelerators import register
 from ..._run import Call
 
 try:  # private SDK helpers: without them every call takes the SDK's path
@@ -43,7 +51,7 @@ except ImportError:  # pragma: no cover - another SDK layout
 else:
     ENABLED = True
 
-__all__ = ["DECLINED", "PostOptions", "build", "encoded", "plain_body", "serve"]
+__all__ = ["DECLINED", "DIRECT", "PostOptions", "build", "encoded", "plain_body", "serve"]
 
 DECLINED: Final = object()
 """What ``serve`` returns when the recorded call needs the SDK's path."""
@@ -372,3 +380,80 @@ def _step(annotation: Any) -> _Step:
     if origin is float:
         return _FLOAT
     return None
+
+
+# A body of the shapes the direct path builds: blocks of two union members, usage with
+# a nested model, and fields the SDK's types do not know (kept as extras).
+_SAMPLE: Final[dict[str, Any]] = {
+    "id": "msg_preflight",
+    "type": "message",
+    "role": "assistant",
+    "model": "claude-preflight",
+    "content": [
+        {"type": "text", "text": "Shipped.", "citations": None},
+        {"type": "tool_use", "id": "toolu_1", "name": "lookup", "input": {"order": "A-17", "n": [1, 2.5]}},
+    ],
+    "stop_reason": "tool_use",
+    "stop_sequence": None,
+    "usage": {"input_tokens": 3, "output_tokens": 2, "a_later_count": 1},
+    "a_later_field": {"x": 1},
+}
+
+
+def _seen(value: Any) -> Any:
+    """What an agent can read of a built model: its fields, extras and set fields, all the way down."""
+    if isinstance(value, pydantic.BaseModel):
+        return (
+            type(value),
+            {name: _seen(v) for name, v in value.__dict__.items()},
+            value.__pydantic_extra__,
+            sorted(value.model_fields_set),
+        )
+    if isinstance(value, list):
+        return [_seen(v) for v in value]
+    return value
+
+
+def _check() -> str | None:
+    """Why the direct path cannot be trusted with the installed SDK, or None when it can."""
+    import importlib.metadata
+
+    where = f"anthropic {importlib.metadata.version('anthropic')}"
+    if not ENABLED:
+        return f"{where} lacks the private model helpers the direct replay path builds with"
+    names: dict[Callable[..., Any], tuple[str, ...]] = {
+        construct_type: ("type_", "value"),
+        add_response_ids: ("obj", "request_id", "workspace_id"),
+    }
+    for function, expected in names.items():
+        parameters = inspect.signature(function).parameters
+        if any(name not in parameters for name in expected):
+            return f"{where}'s {function.__name__} takes {', '.join(parameters)}, not {', '.join(expected)}"
+    client = anthropic.Anthropic(api_key="spanreplay-preflight", base_url="http://127.0.0.1:9", max_retries=0)
+    try:
+        fields = vars(client)
+        for name in ("_middleware", "_strict_response_validation"):
+            if name not in fields:
+                return f"{where}'s client keeps no {name}"
+    finally:
+        client.close()
+    from anthropic.types import Message
+
+    if not hasattr(Message, "__pydantic_decorators__"):
+        return f"pydantic {pydantic.VERSION} keeps no __pydantic_decorators__ on models"
+    fast = build(Message, orjson.loads(orjson.dumps(_SAMPLE)))
+    slow = construct_type(type_=Message, value=orjson.loads(orjson.dumps(_SAMPLE)))
+    if _seen(fast) != _seen(slow):
+        return f"the direct path builds another Message than {where}'s construct_type does"
+    return None
+
+
+DIRECT: Final = register(
+    "direct",
+    reads="anthropic's private model helpers (anthropic._models.construct_type, add_response_ids, "
+    "_build_discriminated_union_meta, anthropic._utils, anthropic._compat, anthropic._constants), the client's "
+    "_middleware and _strict_response_validation, and pydantic's __pydantic_decorators__, __pydantic_extra__ "
+    "and __pydantic_fields_set__",
+    replaced_by="the SDK's own request preparation and response parsing",
+    check=_check,
+)

@@ -21,7 +21,6 @@ from typing import Any
 import httpx2
 import orjson
 from anthropic import APIConnectionError
-from anthropic._models import FinalRequestOptions
 
 from ... import _semconv as sc
 from ..._config import settings
@@ -37,6 +36,8 @@ logger = logging.getLogger("spanreplay")
 
 _recording: ContextVar[CallRecorder | None] = ContextVar("spanreplay_anthropic_recording", default=None)
 _replaying: ContextVar[CallReplayer | None] = ContextVar("spanreplay_anthropic_replaying", default=None)
+# A replayed call post() began and the SDK serves: handed to the request() that post() calls.
+_begun: ContextVar[Call | None] = ContextVar("spanreplay_anthropic_begun", default=None)
 
 # Set by the instrumentor: keep the SDK's own span inside spanreplay's (record mode only).
 options: dict[str, bool] = {"sdk_spans": False}
@@ -100,22 +101,33 @@ def _begin(run: Run, instance: Any, request_options: Any, endpoint: str) -> tupl
         raise _model_changed(run, exc, value) or exc from None
 
 
-def _begin_direct(
-    run: ReplayingRun, instance: Any, cast_to: Any, request_options: Any, stream: bool, endpoint: str
-) -> Call | None:
-    """The replayed call, begun without the SDK's request preparation; None when the call needs it."""
+def _served_directly(
+    run: Run, instance: Any, cast_to: Any, request_options: Any, stream: bool, endpoint: str
+) -> tuple[Call | None, Any]:
+    """The one decision of how a replayed call is served, made before the SDK prepares the request.
+
+    ``(call, object)``: the call is begun and ``object`` is what the SDK would have
+    returned for its recording (the ``direct`` accelerator). ``(call, DECLINED)``:
+    the call is begun, and the SDK serves its recording (retries, an error, a
+    stream). ``(None, DECLINED)``: not begun; the SDK prepares the request, then the
+    call is begun from that (recording, the accelerator off, or a request the
+    SDK's preparation would change).
+    """
+    if not _direct.DIRECT.on or not isinstance(run, ReplayingRun):
+        return None, _direct.DECLINED
     body = _direct.plain_body(instance, cast_to, request_options, stream)
     if body is None:
-        return None
+        return None, _direct.DECLINED
     value, model = call_input(request_options, endpoint, body)
-    value = as_recorded(run.events if isinstance(run, ReplayingRun) else None, value)
+    value = as_recorded(run.events, value)
     input_json = _direct.encoded(value)
     if input_json is None:
-        return None
+        return None, _direct.DECLINED
     try:
-        return run.begin(sc.KIND_MODEL, model, value, input_json=input_json)
+        call = run.begin(sc.KIND_MODEL, model, value, input_json=input_json)
     except DifferentCallError as exc:
         raise _model_changed(run, exc, value) or exc from None
+    return call, _direct.serve(call, cast_to)
 
 
 def _model_changed(run: Run, exc: DifferentCallError, attempted: dict[str, Any]) -> InputChangedError | None:
@@ -210,18 +222,13 @@ def request_sync(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ..
     endpoint = _endpoint(request_options)
     if endpoint is None:
         return wrapped(*args, **kwargs)
-    if isinstance(run, ReplayingRun):
-        direct = _begin_direct(run, instance, cast_to, request_options, stream, endpoint)
-        if direct is not None:
-            served = _direct.serve(direct, cast_to)
-            if served is not _direct.DECLINED:
-                return served
-            # A recording the SDK must replay itself (retries, an error, a stream).
-            request_options = instance._copy_and_prepare(request_options)
-            with _serving(direct, stream):
-                return instance._request(cast_to, request_options, stream=stream, stream_cls=stream_cls)
+    call, served = _decided(run, instance, cast_to, request_options, stream, endpoint)
+    if served is not _direct.DECLINED:
+        return served
     request_options = instance._copy_and_prepare(request_options)
-    call, model = _begin(run, instance, request_options, endpoint)
+    model = None
+    if call is None:
+        call, model = _begin(run, instance, request_options, endpoint)
     if call.replaying:
         with _serving(call, stream):
             return instance._request(cast_to, request_options, stream=stream, stream_cls=stream_cls)
@@ -252,18 +259,13 @@ async def request_async(
     endpoint = _endpoint(request_options)
     if endpoint is None:
         return await wrapped(*args, **kwargs)
-    if isinstance(run, ReplayingRun):
-        direct = _begin_direct(run, instance, cast_to, request_options, stream, endpoint)
-        if direct is not None:
-            served = _direct.serve(direct, cast_to)
-            if served is not _direct.DECLINED:
-                return served
-            # A recording the SDK must replay itself (retries, an error, a stream).
-            request_options = await instance._copy_and_prepare(request_options)
-            with _serving(direct, stream):
-                return await instance._request(cast_to, request_options, stream=stream, stream_cls=stream_cls)
+    call, served = _decided(run, instance, cast_to, request_options, stream, endpoint)
+    if served is not _direct.DECLINED:
+        return served
     request_options = await instance._copy_and_prepare(request_options)
-    call, model = _begin(run, instance, request_options, endpoint)
+    model = None
+    if call is None:
+        call, model = _begin(run, instance, request_options, endpoint)
     if call.replaying:
         with _serving(call, stream):
             return await instance._request(cast_to, request_options, stream=stream, stream_cls=stream_cls)
@@ -284,84 +286,68 @@ async def request_async(
     return result
 
 
-# --- post(): the direct replay of a plain call -------------------------------------------------
+def _decided(
+    run: Run, instance: Any, cast_to: Any, request_options: Any, stream: bool, endpoint: str
+) -> tuple[Call | None, Any]:
+    """``_served_directly`` for this call, unless ``post()`` asked it already and began the call."""
+    begun = _begun.get()
+    if begun is not None:
+        _begun.set(None)  # this call's alone: a call the SDK makes while serving it begins its own
+        return begun, _direct.DECLINED
+    return _served_directly(run, instance, cast_to, request_options, stream, endpoint)
 
 
-def _post_args(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[str, Any, _direct.PostOptions, bool, Any]:
-    """``post(path, *, cast_to, body=None, content=None, options={}, files=None, stream=False, stream_cls=None)``."""
-    path = args[0] if args else kwargs["path"]
+# --- post(): the decision made before the SDK builds its request options ---------------------
+
+
+def _from_post(run: Run, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Call | None, Any]:
+    """``_served_directly`` asked from ``post()``'s arguments, or ``(None, DECLINED)`` when it cannot be.
+
+    Building the request options costs more than the rest of a replayed call, so
+    the decision is made here when it can be: ``post(path, *, cast_to, body=None,
+    content=None, options={}, files=None, stream=False, stream_cls=None)``. A client
+    whose resources were made before instrumenting reaches ``request()`` alone,
+    which asks the same function.
+    """
+    if not _direct.DIRECT.on or not isinstance(run, ReplayingRun) or len(args) > 1 or "cast_to" not in kwargs:
+        return None, _direct.DECLINED
+    path = args[0] if args else kwargs.get("path")
+    endpoint = _ENDPOINTS.get(path.split("?", 1)[0]) if isinstance(path, str) else None
+    if endpoint is None or not isinstance(path, str):
+        return None, _direct.DECLINED
     view = _direct.PostOptions(
         path, kwargs.get("body"), kwargs.get("options") or {}, kwargs.get("files"), kwargs.get("content")
     )
-    return path, kwargs["cast_to"], view, bool(kwargs.get("stream", False)), kwargs.get("stream_cls")
-
-
-def _direct_post(run: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """The replayed result of a plain Messages call (or DECLINED), before the SDK builds its request options.
-
-    Building them costs as much as the rest of a replayed call. A call this
-    declines goes on through ``post()`` and ``request()`` as usual.
-    """
-    if not isinstance(run, ReplayingRun) or len(args) > 1:
-        return _direct.DECLINED
-    path, cast_to, view, stream, stream_cls = _post_args(args, kwargs)
-    endpoint = _ENDPOINTS.get(path.split("?", 1)[0]) if isinstance(path, str) else None
-    if endpoint is None:
-        return _direct.DECLINED
-    call = _begin_direct(run, instance, cast_to, view, stream, endpoint)
-    if call is None:
-        return _direct.DECLINED
-    served = _direct.serve(call, cast_to)
-    if served is _direct.DECLINED:
-        # The call is taken: the SDK replays the recording itself from here, with the
-        # request options post() would have built.
-        return _FinishInSdk(call, cast_to, view, kwargs.get("options") or {}, stream, stream_cls)
-    return served
-
-
-class _FinishInSdk:
-    """A call begun on the direct path whose recording the SDK must replay (retries, an error)."""
-
-    def __init__(
-        self, call: Call, cast_to: Any, view: _direct.PostOptions, options: Any, stream: bool, stream_cls: Any
-    ) -> None:
-        self.call = call
-        self.cast_to = cast_to
-        self.stream = stream
-        self.stream_cls = stream_cls
-        self.options = FinalRequestOptions.construct(method="post", url=view.url, json_data=view.json_data, **options)
+    stream = bool(kwargs.get("stream", False))
+    return _served_directly(run, instance, kwargs["cast_to"], view, stream, endpoint)
 
 
 def post_sync(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     run = run_for_boundary("an Anthropic Messages API call")
     if run is None:
         return wrapped(*args, **kwargs)
-    served = _direct_post(run, instance, args, kwargs)
-    if served is _direct.DECLINED:
+    call, served = _from_post(run, instance, args, kwargs)
+    if served is not _direct.DECLINED:
+        return served
+    token = _begun.set(call)
+    try:
         return wrapped(*args, **kwargs)
-    if isinstance(served, _FinishInSdk):
-        request_options = instance._copy_and_prepare(served.options)
-        with _serving(served.call, served.stream):
-            return instance._request(
-                served.cast_to, request_options, stream=served.stream, stream_cls=served.stream_cls
-            )
-    return served
+    finally:
+        _begun.reset(token)
 
 
 async def post_async(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     run = run_for_boundary("an Anthropic Messages API call")
     if run is None:
         return await wrapped(*args, **kwargs)
-    served = _direct_post(run, instance, args, kwargs)
-    if served is _direct.DECLINED:
+    call, served = _from_post(run, instance, args, kwargs)
+    if served is not _direct.DECLINED:
+        return served
+    token = _begun.set(call)
+    try:
         return await wrapped(*args, **kwargs)
-    if isinstance(served, _FinishInSdk):
-        request_options = await instance._copy_and_prepare(served.options)
-        with _serving(served.call, served.stream):
-            return await instance._request(
-                served.cast_to, request_options, stream=served.stream, stream_cls=served.stream_cls
-            )
-    return served
+    finally:
+        _begun.reset(token)
 
 
 # --- _attempt_request(): one HTTP attempt -------------------------------------------------
