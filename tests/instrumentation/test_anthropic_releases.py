@@ -29,9 +29,8 @@ RATE_LIMIT_BODY = {
     "error": {"type": "rate_limit_error", "message": "Number of requests has exceeded your rate limit"},
 }
 STREAMED_TEXT = "It arrives on Friday between nine and"
-# The SDK words a status error itself, and its wording changed within 2.x. Replay hands
-# the installed SDK the recorded response, so the agent reads that release's wording, as
-# it would live (the class, status, request id and body are the recorded ones).
+# The SDK words a status error itself, and its wording changed within 2.x: replay gives
+# the error the message the agent saw when it was recorded, whichever release replays it.
 RATE_LIMIT_WORDINGS = {
     f"Error code: 429 - {RATE_LIMIT_BODY!r}",
     "429 Number of requests has exceeded your rate limit (request_id: req_000004, path: /v1/messages, "
@@ -113,12 +112,17 @@ def test_a_trace_from_another_release_replays_the_same_objects(run_id: str, inst
     assert events[-2].usage.output_tokens == 12
 
     assert seen["error"][:4] == ("RateLimitError", 429, "req_000004", RATE_LIMIT_BODY)
+    recorded_error = spanreplay.load(FIXTURES / f"{run_id}.jsonl", run_id).events[3].error
+    assert recorded_error is not None
+    assert seen["error"][4] == recorded_error.message
     assert seen["error"][4] in RATE_LIMIT_WORDINGS
 
-    # And all of it what the installed release shows the agent live, from the same exchanges.
+    # And all of it what the installed release shows the agent live, from the same exchanges,
+    # but the error's wording, which is the recording's.
     with MessagesAPIServer() as server, live_client(server.url) as client:
         server.script(*script())
         live = agent(client)
+    live["error"] = (*live["error"][:4], recorded_error.message)
     assert summary(seen) == summary(live)
 
 

@@ -113,6 +113,22 @@ def timeout_error(cls: type[Any], request: httpx2.Request, message: str) -> Any:
     return exc
 
 
+def with_recorded_message(exc: BaseException, info: ErrorInfo | None) -> None:
+    """Give an API error the SDK built from a recorded response the message recorded with it.
+
+    The SDK words a status error itself, and the wording changed within 2.x (``Error
+    code: 429 - {...}`` in 2.0, ``429 ... (request_id: ...)`` later): a trace recorded
+    under one release and replayed under another would otherwise hand the agent another
+    text than it saw. Only the same class with the same status is given it.
+    """
+    if info is None or type(exc).__name__ != info.type_name or str(exc) == info.message:
+        return
+    if getattr(exc, "status_code", None) != info.fields.get("status_code"):
+        return
+    exc.message = info.message  # type: ignore[attr-defined]  # as the SDK's own __init__ sets it
+    exc.args = (info.message,)
+
+
 def connection_error(recorded: Mapping[str, Any], request: httpx2.Request) -> Exception:
     """The ``APITimeoutError`` or ``APIConnectionError`` an attempt recorded, with its recorded message."""
     message = recorded.get("message")

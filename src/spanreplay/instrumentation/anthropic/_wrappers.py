@@ -20,7 +20,7 @@ from typing import Any
 
 import httpx2
 import orjson
-from anthropic import APIConnectionError
+from anthropic import APIConnectionError, APIError
 
 from ... import _semconv as sc
 from ..._config import settings
@@ -30,6 +30,7 @@ from ...foreign import as_recorded
 from ...foreign import attempts as foreign_attempts
 from . import _direct
 from ._attributes import request_attributes
+from ._errors import with_recorded_message
 from ._exchange import CallRecorder, CallReplayer
 
 logger = logging.getLogger("spanreplay")
@@ -197,6 +198,10 @@ def _serving(call: Call, stream: bool = False) -> Iterator[None]:
     try:
         with call.activate():
             yield
+    except APIError as exc:
+        # The SDK built it from the recorded response, worded as the installed release words it.
+        with_recorded_message(exc, call.recorded.error if call.recorded is not None else None)
+        raise
     finally:
         _replaying.reset(token)
 
