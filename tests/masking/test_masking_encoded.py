@@ -213,18 +213,27 @@ class _Unreadable:
         raise ValueError("no")
 
 
-def test_a_payload_that_cannot_be_encoded_is_withheld_as_before(tmp_path: Path) -> None:
+def test_a_payload_that_cannot_be_encoded_is_kept_as_a_marker_or_withheld(tmp_path: Path) -> None:
     provider = TracerProvider()
     spanreplay.configure(trace_dir=tmp_path, tracer_provider=provider)  # not strict: failures are logged
     try:
         with spanreplay.record(agent="gate") as run:
             spanreplay.boundary("tool", "lookup", {"thing": _Unreadable()}, lambda: "ok")
+            spanreplay.boundary("tool", "lookup", {"thing": _Unreadable(), "mail": "ada@example.com"}, lambda: "ok")
     finally:
         provider.shutdown()
-    (attributes,) = _recorded(tmp_path, run.run_id)
-    assert attributes[sc.INPUT] == '"<unmasked value withheld>"'
-    assert orjson.loads(attributes[sc.INPUT + sc.MASKED_SUFFIX]) == [{"path": "$", "rule": "masking_failed"}]
-    assert attributes[sc.OUTPUT] == '"ok"'
+    plain, personal = _recorded(tmp_path, run.run_id)
+    # Not lost: an explicit marker with the value's text (replay compares the next run's
+    # input in the same form, and refuses to serve what it stands for).
+    marker = orjson.loads(plain[sc.INPUT])
+    assert marker["!unencodable"] == "builtins.dict"
+    assert "_Unreadable object" in marker["repr"]
+    assert sc.INPUT + sc.MASKED_SUFFIX not in plain
+    # The marker's text holds something to mask, and the value itself cannot be walked to
+    # mask it: withheld, as any payload whose masking fails.
+    assert personal[sc.INPUT] == '"<unmasked value withheld>"'
+    assert orjson.loads(personal[sc.INPUT + sc.MASKED_SUFFIX]) == [{"path": "$", "rule": "masking_failed"}]
+    assert plain[sc.OUTPUT] == personal[sc.OUTPUT] == '"ok"'
 
 
 def test_a_rule_that_fails_withholds_the_payload(tmp_path: Path) -> None:

@@ -24,7 +24,7 @@ from click.testing import CliRunner
 
 import spanreplay
 from fixtures.backends import jaeger_trace
-from spanreplay import OutcomeChangedError, TraceFormatError
+from spanreplay import OutcomeChangedError, RunNotFoundError, SpanReplayWarning, TraceFormatError
 from spanreplay import _semconv as sc
 from spanreplay.cli import cli
 from spanreplay.readers import iter_spans
@@ -163,7 +163,14 @@ def test_an_empty_call_id_is_refused_not_read_as_none(
 def test_a_negative_time_is_refused_naming_the_file_and_line(recorded: tuple[Path, str], field: str) -> None:
     path, run_id = recorded
     line = edit(path, is_step(1), lambda span: span.update({field: "-1"}))
-    with pytest.raises(TraceFormatError, match=rf"^{path}:{line} is not a trace .*expected {field} in nanoseconds"):
+    # The line is damaged: skipped with a warning naming it, and its run refused naming it too.
+    with (
+        pytest.warns(SpanReplayWarning, match=rf"^{path}:{line}: skipped a damaged line, not a trace .*{field}"),
+        pytest.raises(
+            TraceFormatError,
+            match=rf"^Run {run_id} cannot be loaded: the damaged line {path}:{line}: .*expected {field} in nanoseconds",
+        ),
+    ):
         spanreplay.load(path, run_id)
 
 
@@ -214,7 +221,14 @@ def test_a_jaeger_span_dated_before_1970_is_refused_naming_the_file(
     span = trace["spans"][1]
     span[field] = -span["startTime"] - 1 if value is None else value  # ends 1 µs before 1970
     jaeger = write_jaeger(tmp_path, trace)
-    with pytest.raises(TraceFormatError, match=rf"^{jaeger}:1 is not a trace .*expected .*{re.escape(expected)}"):
+    # The document is one damaged line that names no run: the run is not found, and the
+    # error names the line and why it could not be read.
+    with (
+        pytest.warns(SpanReplayWarning, match=rf"^{jaeger}:1: skipped a damaged line"),
+        pytest.raises(
+            RunNotFoundError, match=rf"^Run {run_id} is not in {jaeger} \({jaeger}:1: .*{re.escape(expected)}"
+        ),
+    ):
         spanreplay.load(jaeger, run_id)
 
 

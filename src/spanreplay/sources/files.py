@@ -33,8 +33,8 @@ from .runlog import (
     needle,
     not_found,
     only_run,
-    skipped_files,
     summaries,
+    unread_damage,
 )
 
 
@@ -75,7 +75,7 @@ class FileSource:
             if log is not None:
                 return log
         if not spans:
-            raise not_found(run_id, self.name, self._listed(), skipped_files(damage))
+            raise not_found(run_id, self.name, self._listed(), unread_damage(damage))
         return build_log(run_id, spans, self.name, self._damage)
 
     def _listed(self) -> list[str] | None:

@@ -62,9 +62,9 @@ def damaged_run(run_id: str, owned: list[Damage]) -> TraceFormatError:
     )
 
 
-def skipped_files(damage: Iterable[Damage]) -> str:
-    """A clause naming the files a directory read skipped whole, which may hold a run; "" when none was."""
-    skipped = [d for d in damage if d.whole_file]
+def unread_damage(damage: Iterable[Damage]) -> str:
+    """A clause naming the damaged lines and the files a read skipped, which may hold a run; "" when none."""
+    skipped = list(damage)
     if not skipped:
         return ""
     return f" ({listed_damage(skipped)} could not be read and may hold it)"
@@ -80,6 +80,11 @@ def not_found(run_id: str, name: str, found: list[str] | None, skipped: str = ""
     elif found is None:
         lister = "-, with the same input piped to it," if name == "stdin" else name
         holds, fix = "", f"; spanreplay runs {lister} lists the runs it holds"
+    elif skipped:
+        holds, fix = (
+            ", and nothing else there holds a run",
+            "; repair that part, or load the run from another copy of its trace",
+        )
     else:
         holds, fix = ", which holds no spanreplay runs; pass the source the run was recorded to", ""
     return RunNotFoundError(
