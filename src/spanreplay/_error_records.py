@@ -7,9 +7,9 @@ when that type's module is already imported, or as a ``RecordedError`` naming it
 A trace is untrusted input, so the type it names is looked up as data: in the
 ``__dict__`` of a module that is already imported (never an import, never
 ``getattr``, whose module-level ``__getattr__`` can import or run code), and only
-an ``Exception`` subclass outside the test runners and CLI toolkits is raised
-again. Anything else comes back as a ``RecordedBaseExceptionError`` that fails
-the replay.
+an ``Exception`` subclass that neither belongs to nor inherits from the test
+runners and CLI toolkits is raised again. Anything else comes back as a
+``RecordedBaseExceptionError`` that fails the replay.
 """
 
 from __future__ import annotations
@@ -32,7 +32,9 @@ _FIELD_TYPES = (str, int, float, bool, type(None))
 _SLOT_FIELDS = ("errno", "strerror", "filename", "filename2", "winerror", "code", "reason")
 # Packages whose exceptions steer a test session or a CLI rather than fail the code:
 # pytest's outcomes (Exit, Skipped, Failed), unittest's SkipTest, click's and typer's
-# Exit and Abort, and sys. Whatever a trace says, none of them is raised again.
+# Exit and Abort, and sys. Whatever a trace says, none of them is raised again, and
+# neither is a project's own subclass of one (``class NeedsNetwork(unittest.SkipTest)``):
+# pytest skips on ``isinstance(exc, unittest.SkipTest)``, so the subclass skips as well.
 REFUSED_PACKAGES: Final = frozenset({"_pytest", "pytest", "unittest", "click", "typer", "sys"})
 
 ErrorFields = Callable[[BaseException], Mapping[str, Any] | None]
@@ -157,14 +159,14 @@ def rebuild_error(info: ErrorInfo, *, where: str = "") -> Exception:
         rebuilt = rebuilder(info)
         if rebuilt is None:
             continue
-        if not isinstance(rebuilt, Exception) or refused_package(type(rebuilt).__module__):
+        if not isinstance(rebuilt, Exception) or refused_base(type(rebuilt)) is not None:
             return _refused(info, _why_refused(type(rebuilt)), where)
         return rebuilt
     cls = recorded_class(info.module, info.type_name)
     if not (isinstance(cls, type) and issubclass(cls, BaseException)):
         hint = None if info.module not in sys.modules else f"{info.module} has no exception type {info.type_name}"
         return RecordedError(info.type_name, info.module, info.message, info.fields, hint=hint)
-    if not issubclass(cls, Exception) or refused_package(cls.__module__):
+    if not issubclass(cls, Exception) or refused_base(cls) is not None:
         return _refused(info, _why_refused(cls), where)
     exc = _construct(cls, info)
     if exc is None:
@@ -214,6 +216,20 @@ def refused_package(module: str) -> bool:
     return module.partition(".")[0] in REFUSED_PACKAGES
 
 
+def refused_base(cls: type) -> type | None:
+    """The first class in ``cls``'s MRO (``cls`` itself included) defined in a refused package, or None.
+
+    Read through ``type``'s own descriptors for ``__mro__`` and ``__module__``: a
+    metaclass cannot answer for them.
+    """
+    mro: tuple[type, ...] = type.__dict__["__mro__"].__get__(cls)
+    for base in mro:
+        module = type.__dict__["__module__"].__get__(base)
+        if isinstance(module, str) and refused_package(module):
+            return base
+    return None
+
+
 def _steers(module: str) -> str:
     root = module.partition(".")[0]
     owner = f"{root} is a package" if module == root else f"{module} belongs to {root}, a package"
@@ -221,8 +237,14 @@ def _steers(module: str) -> str:
 
 
 def _why_refused(cls: type) -> str:
-    if refused_package(cls.__module__):
-        return _steers(cls.__module__)
+    base = refused_base(cls)
+    if base is cls:
+        return _steers(base.__module__)
+    if base is not None:
+        return (
+            f"{cls.__module__}.{cls.__qualname__} inherits from {base.__module__}.{base.__qualname__}, "
+            f"and {_steers(base.__module__)}"
+        )
     return (
         f"{cls.__qualname__} is a BaseException but not an Exception, and would stop the interpreter, "
         "a test session or a generator rather than fail the code"

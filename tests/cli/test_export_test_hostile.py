@@ -10,6 +10,7 @@ folder. Each trace below is written by hand (helpers/hand_made_traces.py).
 from __future__ import annotations
 
 import ast
+import contextlib
 import copy
 import os
 import subprocess
@@ -23,7 +24,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
 from helpers.hand_made_traces import write_run
@@ -142,6 +143,27 @@ def test_a_tool_key_that_closes_a_docstring_stays_a_string_under_pytest(shop: Pa
     assert "1 passed" in ran.stdout
 
 
+@pytest.mark.parametrize("run_id", ["dot.run", "dash-run", "a.b-c.d"])
+def test_a_run_id_with_dots_or_dashes_gives_a_test_file_pytest_imports_and_runs(shop: Path, run_id: str) -> None:
+    """Before, run ``dot.run`` gave tests/test_regress_dot.run.py: ModuleNotFoundError stopped the session."""
+    trace = write_run(shop / "prod" / "hand.jsonl", run_id, error=("OutOfStock", "shop_agent", "no lamp left"))
+    write_agent(shop, "stock", "no lamp left")
+    result = invoke("export-test", str(trace), run_id, "--entry", "shop_agent:main")
+    assert result.exit_code == EXIT_OK, result.output
+
+    ran = run_pytest_in_a_subprocess(shop, shop / "tests")  # the folder, as a session collects it
+    assert "ModuleNotFoundError" not in ran.stdout
+    assert "Interrupted" not in ran.stdout
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    name = "test_regress_" + run_id.replace(".", "_").replace("-", "_")
+    assert f"tests/{name}.py ." in ran.stdout
+    assert "1 passed" in ran.stdout
+    assert {p.relative_to(shop) for p in files_under(shop / "tests") if "__pycache__" not in p.parts} == {
+        Path("tests") / f"{name}.py",
+        Path("tests") / "traces" / f"{run_id}.jsonl",  # the copy keeps the run's own id
+    }
+
+
 @pytest.mark.parametrize("run_id", ["/abs/path", "../../x", "../outside", "a/../../b", "run_x\n", "-rf", ".hidden"])
 def test_a_run_id_that_is_no_plain_name_is_refused_and_nothing_is_written(shop: Path, run_id: str) -> None:
     trace = write_run(shop / "prod" / "hostile.jsonl", run_id, error=("OutOfStock", "shop_agent", "no lamp left"))
@@ -231,6 +253,8 @@ TEXTS = st.one_of(
     message=TEXTS,
     fails=st.booleans(),
 )
+# A valid run id whose default test file name was no module name (test_regress_dot.run.py).
+@example(run_id="dot.run", key="stock", agent="shop", error_type="OutOfStock", message="none left", fails=True)
 def test_any_run_id_key_agent_or_error_gives_a_refusal_or_a_file_of_the_template_inside_the_output_folder(
     shop: Path, run_id: str, key: str, agent: str, error_type: str, message: str, fails: bool
 ) -> None:
@@ -244,9 +268,9 @@ def test_any_run_id_key_agent_or_error_gives_a_refusal_or_a_file_of_the_template
             agent=agent,
             error=(error_type, "shop_agent", message) if fails else None,
         )
-        output = work / "out" / "test_hostile.py"
         before = files_under(shop.parent)
-        result = invoke("export-test", "--entry", "shop_agent:main", "-o", str(output), "--", str(trace), run_id)
+        with contextlib.chdir(work):  # the default output, tests/test_regress_RUN.py, under the scratch folder
+            result = invoke("export-test", "--entry", "shop_agent:main", "--", str(trace), run_id)
         written = files_under(shop.parent) - before
         event("written" if result.exit_code == EXIT_OK else "refused")
         if result.exit_code != EXIT_OK:
@@ -257,7 +281,12 @@ def test_any_run_id_key_agent_or_error_gives_a_refusal_or_a_file_of_the_template
             assert not RUN_ID.fullmatch(run_id) or not key or not error_type, result.output
             return
         assert RUN_ID.fullmatch(run_id), result.output
+        [output] = [p for p in written if p.suffix == ".py"]
+        assert output.parent == work / "tests"
         assert written == {output, output.parent / "traces" / f"{run_id}.jsonl"}
+        # A name pytest can import the file by: test_regress_dot.run.py is none.
+        assert output.stem.startswith("test_regress_")
+        assert output.stem.isidentifier(), output.name
         assert all(p.resolve().is_relative_to(output.parent.resolve()) for p in written)
         tree = ast.parse(output.read_text(encoding="utf-8"))
         assert calls_of(tree) <= TEMPLATE_CALLS

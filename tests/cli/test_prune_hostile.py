@@ -10,6 +10,7 @@ as it is, warns naming the file and the run id, and prunes the rest.
 from __future__ import annotations
 
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -130,3 +131,32 @@ def test_no_run_id_read_from_a_trace_makes_prune_touch_a_file_outside_the_trace_
         CliRunner().invoke(cli, ["prune", str(trace_dir)])
         assert {p: p.read_bytes() for p in outside if p.is_file()} == outside
         assert all(p.exists() for p in planted)
+
+
+@pytest.mark.parametrize("dry_run", [False, True])
+def test_an_old_looking_copy_of_a_live_run_does_not_cost_the_run_its_salt(tmp_path: Path, dry_run: bool) -> None:
+    """A second file holding the live run's id with old times (a stale Collector copy, or one planted).
+
+    Expiry is decided per file, the salt belongs to the run: before, the copy expired, prune
+    deleted ``.spanreplay-salts/myrun.salt`` though ``myrun.jsonl`` (recorded now) was kept,
+    and said ``Removed 1 run(s) ...; kept 0``.
+    """
+    trace_dir = tmp_path / "traces"
+    live = write_run(trace_dir / "myrun.jsonl", "myrun", start_ns=time.time_ns())
+    copy = write_run(trace_dir / "zzz-collector.jsonl", "myrun")  # the same run id, started in 2020
+    own_salt = salt(trace_dir, "myrun")
+    # An ordinary expired run beside them, with its salt: pruned, salt and all, as before.
+    write_run(trace_dir / f"{OLD_RUN}.jsonl", OLD_RUN)
+    old_salt = salt(trace_dir, OLD_RUN)
+
+    result = prune(trace_dir, *(["--dry-run"] if dry_run else []))
+
+    output = " ".join(result.output.split())
+    assert own_salt.read_text() == "not prune's to delete\n"
+    assert live.is_file()
+    assert copy.exists() is dry_run  # the copy itself is expired: it goes
+    assert old_salt.exists() is dry_run
+    assert "the salt of run myrun" not in output
+    assert "kept run myrun and its salt: a file that stays still holds the run" in output
+    verb = "Would remove" if dry_run else "Removed"
+    assert f"{verb} 1 run(s) (1 ok older than 7d, 0 failed or crashed older than 90d); kept 1." in output

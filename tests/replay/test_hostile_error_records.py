@@ -24,6 +24,7 @@ import pytest
 from click.testing import CliRunner
 
 import spanreplay
+from helpers import steering_errors  # imported before the replay, as a project's helpers are
 from spanreplay import RecordedBaseExceptionError, RecordedError
 from spanreplay import _semconv as sc
 from spanreplay._error_records import decode_error, rebuild_error
@@ -131,6 +132,47 @@ def test_a_recorded_control_flow_exception_replays_as_a_spanreplay_error_that_fa
     named = type_name if module == "builtins" else f"{module}.{type_name}"
     assert str(error).startswith(f"The recording holds a {named} ('boom') raised at run {run_id} seq 1 (tool 'lookup')")
     assert "replay refuses to raise it again" in str(error)
+
+
+# A project's own subclasses of those, in an imported module outside the refused packages.
+SUBCLASSES = [
+    pytest.param("NeedsNetwork", "unittest.case.SkipTest", {}, id="SkipTest-subclass"),
+    pytest.param("Done", "click.exceptions.Exit", {"exit_code": 0}, id="click-Exit-subclass"),
+    pytest.param("Refused", "click.exceptions.ClickException", {"exit_code": 0}, id="ClickException-subclass"),
+]
+
+
+@pytest.mark.parametrize(("type_name", "base", "fields"), SUBCLASSES)
+def test_a_subclass_of_a_refused_exception_is_refused_naming_the_class_and_its_base(
+    recorded: tuple[Path, str], type_name: str, base: str, fields: dict[str, Any]
+) -> None:
+    path, run_id = recorded
+    module = "helpers.steering_errors"
+    forge_errors(path, hostile_record(module, type_name, fields))
+    with pytest.raises(RecordedBaseExceptionError) as caught, spanreplay.replay(path, run_id):
+        agent()
+    text = " ".join(str(caught.value).split())
+    assert text.startswith(f"The recording holds a {module}.{type_name} ('boom') raised at run {run_id} seq 1")
+    assert (
+        f"replay refuses to raise it again: {module}.{type_name} inherits from {base}, and {base.rsplit('.', 1)[0]}"
+        in (text)
+    )
+    assert "whose exceptions skip tests, end a test session or choose a process's exit code." in text
+
+
+def test_a_rebuilder_that_returns_a_subclass_of_a_refused_exception_is_refused_too() -> None:
+    def rebuild(info: spanreplay.ErrorInfo) -> BaseException | None:
+        return steering_errors.NeedsNetwork(info.message) if info.type_name == "Offline" else None
+
+    spanreplay.register_error_rebuilder(rebuild)
+    try:
+        rebuilt = rebuild_error(decode_error(orjson.dumps(hostile_record("mymodule", "Offline", {}))))
+    finally:
+        from spanreplay import _error_records
+
+        _error_records._rebuilders.remove(rebuild)
+    assert isinstance(rebuilt, RecordedBaseExceptionError)
+    assert "helpers.steering_errors.NeedsNetwork inherits from unittest.case.SkipTest" in str(rebuilt)
 
 
 @pytest.mark.parametrize(("module", "type_name", "fields"), HOSTILE[:5])
@@ -276,6 +318,43 @@ def test_a_recorded_pytest_exit_fails_the_test_and_the_session_goes_on(
     output = result.stdout.str()
     assert "RecordedBaseExceptionError: The recording holds a _pytest.outcomes.Exit ('boom')" in output
     assert "test_after_it ran and failed" in output
+
+
+def test_a_recorded_skip_test_subclass_fails_the_test_instead_of_skipping_it(
+    pytester: pytest.Pytester, trace_dir: Path, pytestconfig: pytest.Config
+) -> None:
+    """In a pytest subprocess, with the project's own SkipTest subclass imported: before, the test was skipped."""
+    path, run_id = record_failing_run(trace_dir)
+    forge_errors(path, hostile_record("net_helpers", "NeedsNetwork", {}))
+    traces = pytester.path / "traces"
+    traces.mkdir()
+    path.rename(traces / "forged.jsonl")
+    pytester.makepyfile(
+        net_helpers="""
+        import unittest
+
+        class NeedsNetwork(unittest.SkipTest):
+            pass
+        """,
+        test_offline=f"""
+        import net_helpers
+        import spanreplay
+
+        @spanreplay.tool
+        def lookup(n):
+            raise AssertionError("replay must not run the tool")
+
+        def test_replays_the_forged_trace():
+            with spanreplay.replay("traces/forged.jsonl", {run_id!r}):
+                lookup(1)
+        """,
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:spanreplay", "-rs")
+    result.assert_outcomes(failed=1)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    output = " ".join(result.stdout.str().split())
+    assert "RecordedBaseExceptionError: The recording holds a net_helpers.NeedsNetwork ('boom')" in output
+    assert "net_helpers.NeedsNetwork inherits from unittest.case.SkipTest" in output
 
 
 @pytest.mark.parametrize(("module", "type_name", "fields"), [HOSTILE[0], HOSTILE[3], HOSTILE[4]])

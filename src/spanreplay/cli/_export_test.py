@@ -38,7 +38,8 @@ from ._replay import cwd_on_path, failing_step, load_entry
     "-o",
     "--output",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="The test file to write; default tests/test_regress_RUN.py. The trace goes to traces/RUN.jsonl beside it.",
+    help="The test file to write; default tests/test_regress_RUN.py, with each character of RUN that cannot be in "
+    "a module name (. or -) written as _. The trace goes to traces/RUN.jsonl beside it.",
 )
 @click.option("--force", is_flag=True, help="Replace the test file and the trace when they exist.")
 def export_test_command(source: str, run_id: str, entry: str, output: Path | None, force: bool) -> None:
@@ -69,7 +70,9 @@ def export_test_command(source: str, run_id: str, entry: str, output: Path | Non
     run = checked_run_id(log.run.run_id, where=source)
     with cwd_on_path():
         function = load_entry(entry)
-    output = output or path_inside("tests", f"test_regress_{run}.py")
+    # The test file's name is a module name pytest imports (test_regress_dot.run.py is not one);
+    # the trace copy keeps the run id itself, which names the run it holds.
+    output = output or path_inside("tests", f"test_regress_{ident_of(run)}.py")
     trace = path_inside(output.parent / "traces", f"{run}.jsonl")
     root = os.path.relpath(Path.cwd(), output.parent.resolve())
     # Checked before anything is written: a refused export leaves no file behind.
@@ -98,6 +101,14 @@ def _entry_names(entry: str) -> tuple[str, str]:
             "--entry mypkg.agent:main (a module importable from the current directory, and a function in it)."
         )
     return module, attr
+
+
+def ident_of(run_id: str) -> str:
+    """``run_id`` (a checked one) as part of a Python name: the test function's and the default file's.
+
+    A run id may hold ``.`` and ``-``, which no module or function name can.
+    """
+    return re.sub(r"\W", "_", run_id)
 
 
 def _is_name(text: str) -> bool:
@@ -225,7 +236,7 @@ def module_text(log: EventLog, module: str, function: str, is_async: bool, root:
         "",
         "@pytest.mark.spanreplay(trace=TRACE, run=RUN)",
     ]
-    ident = re.sub(r"\W", "_", run_id)
+    ident = ident_of(run_id)
     if error is None:
         lines += [
             f"def test_{ident}_completes_as_recorded(spanreplay_run: object) -> None:",

@@ -121,8 +121,10 @@ def prune_command(source: str, success: str, failure: str, dry_run: bool) -> Non
         out.print(f"{verb} {r.run_id}  {r.status:<7}  {r.when:%Y-%m-%d %H:%M}  {printable(r.where)}", markup=False)
     for note in files.notes if files is not None else ():
         out.print(note, markup=False)
-    # A run spread over several files (a Collector's rotated backups) is counted once.
-    statuses = {r.run_id: r.status for r in removals}
+    # A run spread over several files (a Collector's rotated backups) is counted once, and
+    # only once it is gone: a file that was kept still holding it keeps it (and its salt).
+    gone = files.gone if files is not None else {r.run_id for r in removals}
+    statuses = {r.run_id: r.status for r in removals if r.run_id in gone}
     failed = sum(1 for status in statuses.values() if status != sc.RUN_STATUS_OK)
     out.print(
         f"{verb.capitalize()} {len(statuses)} run(s) ({len(statuses) - failed} ok older than {success}, "
@@ -157,15 +159,21 @@ class _FilesPruned:
     notes: list[str] = field(default_factory=list)
     left: int = 0
     seen: set[str] = field(default_factory=set)
+    # The runs whose spans were cut from some file, and those some file that stays still
+    # holds (not expired there, or left as it was): expiry is per file, a run's salt per run.
     removed: set[str] = field(default_factory=set)
-    # The directories each expired run's spans were found in (its salt file is kept there),
-    # and the runs some file of which was left as it was.
-    places: dict[str, set[Path]] = field(default_factory=dict)
     kept_runs: set[str] = field(default_factory=set)
+    # The directories each expired run's spans were found in (its salt file is kept there).
+    places: dict[str, set[Path]] = field(default_factory=dict)
+
+    @property
+    def gone(self) -> set[str]:
+        """The runs no file holds any more: only these are counted removed and lose their salt."""
+        return self.removed - self.kept_runs
 
     @property
     def kept(self) -> int:
-        return len(self.seen - self.removed)
+        return len(self.seen - self.gone)
 
 
 class _CannotRewrite(Exception):
@@ -188,6 +196,7 @@ def _prune_files(source: str, policy: Policy, dry_run: bool) -> _FilesPruned:
         named_date = run_date(stem)
         if named_date is not None and named_date >= policy.oldest_kept:
             pruned.seen.add(stem)  # a run file too young for any window: not even opened
+            pruned.kept_runs.add(stem)
             continue
         try:
             # A trace another instrumentation wrote reads as a run named by its trace id: it is
@@ -206,6 +215,7 @@ def _prune_files(source: str, policy: Policy, dry_run: bool) -> _FilesPruned:
                 checked_run_id(run.run_id, where=f"the trace file {name}")
         except UnsafeTraceValueError as exc:
             warn(f"kept {name}: {exc}")
+            pruned.kept_runs.update(run.run_id for run in found)
             continue
         expired: dict[str, _Removal] = {}
         for run in found:
@@ -213,6 +223,10 @@ def _prune_files(source: str, policy: Policy, dry_run: bool) -> _FilesPruned:
             if policy.expired(run.status, when):
                 assert when is not None
                 expired[run.run_id] = _Removal(run.run_id, run.status, when, name)
+            else:
+                # Kept in this file whatever happens to it (rewritten without the others, or
+                # left), even when another file holds an expired-looking copy of the same run.
+                pruned.kept_runs.add(run.run_id)
         if expired and _damaged(name, expired, pruned):
             continue
         if expired:
@@ -269,8 +283,14 @@ def _prune_orphan_salts(source: str, policy: Policy, dry_run: bool, pruned: _Fil
 
 
 def _prune_salts(pruned: _FilesPruned, dry_run: bool) -> None:
-    """Remove the salt file of each run removed whole: it checks nothing once the run is gone."""
-    for run_id in sorted(pruned.removed - pruned.kept_runs):
+    """Remove the salt file of each run removed whole: it checks nothing once the run is gone.
+
+    A run cut from one file but still held by a file that stays keeps its salt, whatever
+    times the removed copy held (a stale Collector copy, or one planted with old times).
+    """
+    for run_id in sorted(pruned.removed & pruned.kept_runs):
+        pruned.notes.append(f"kept run {run_id} and its salt: a file that stays still holds the run")
+    for run_id in sorted(pruned.gone):
         for directory in sorted(pruned.places.get(run_id, ())):
             try:
                 path = salt_path(directory, run_id, where=f"a trace file in {directory}")
