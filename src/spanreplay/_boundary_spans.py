@@ -47,6 +47,7 @@ from opentelemetry.util import types
 
 from . import _semconv as sc
 from ._accelerators import register
+from ._escaped_names import plain_name
 from ._others_masking import OthersMasking, bounded_list
 
 logger = logging.getLogger("spanreplay")
@@ -239,7 +240,8 @@ class BoundarySpan(trace_api.Span, ReadableSpan):
     def _mask_others(self, masking: OthersMasking) -> None:
         """Mask what others wrote on this span, before any processor sees it ended."""
         attributes: dict[str, Any] = self._attributes  # type: ignore[assignment]
-        kind, key = str(attributes.get(sc.KIND, "")), str(attributes.get(sc.KEY, ""))
+        # The kind and key as the run knows them (written escaped when UTF-8 cannot hold them).
+        kind, key = (plain_name(attributes, n, str(attributes.get(n, "")), self._name) for n in (sc.KIND, sc.KEY))
         names = self._others
         if names:
             others = {name: attributes[name] for name in names if name in attributes}

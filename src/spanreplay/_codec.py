@@ -13,6 +13,7 @@ from typing import Any
 
 from . import _semconv as sc
 from ._error_records import decode_error
+from ._escaped_names import plain_name
 from ._events import Event, RunInfo
 from ._input_refs import INPUT_REF_ATTRIBUTES
 from ._payloads import COUNT_LIMIT_FIX, int_attribute, read_payload
@@ -117,7 +118,7 @@ def _text_attribute(attrs: Mapping[str, Any], name: str, where: str, *, required
     """
     value = attrs.get(name)
     if isinstance(value, str) and (value or not required):
-        return value
+        return plain_name(attrs, name, value, where)
     if value is None and not required and name not in attrs:
         return ""
     found = "an empty string" if value == "" else "no value" if value is None else f"{value!r}"
@@ -139,7 +140,9 @@ def span_to_run(span: SpanRecord) -> RunInfo:
     steps = attrs.get(sc.RUN_STEPS)
     return RunInfo(
         run_id=run_id,
-        agent=str(attrs.get(sc.GEN_AI_AGENT_NAME, "")),
+        agent=plain_name(
+            attrs, sc.GEN_AI_AGENT_NAME, str(attrs.get(sc.GEN_AI_AGENT_NAME, "")), span.origin or f"span {span.span_id}"
+        ),
         status=status,
         error=decode_error(error_json, origin=span.origin) if error_json is not None else None,
         trace_id=span.trace_id,

@@ -21,6 +21,7 @@ from ._calls import Call
 from ._config import Settings, masker, settings
 from ._content_attributes import mask_content_attributes
 from ._error_records import error_record
+from ._escaped_names import BOUNDARY_NAMES, escape_names
 from ._input_refs import InputHistory
 from ._keep import settle_run
 from ._masked_checks import InputChecks
@@ -121,11 +122,11 @@ class RecordingRun(Run):
             }
             if self.forked_from:
                 attributes[sc.RUN_FORKED_FROM] = self.forked_from
-            self._span = self._tracer.start_span(
-                sc.run_span_name(self.agent), kind=SpanKind.INTERNAL, attributes=attributes
-            )
+            escape_names(attributes, sc.GEN_AI_AGENT_NAME)  # a name UTF-8 cannot hold would lose the span
+            name = sc.run_span_name(attributes[sc.GEN_AI_AGENT_NAME])
+            self._span = self._tracer.start_span(name, kind=SpanKind.INTERNAL, attributes=attributes)
             if self._others is not None:
-                self._others.remember(self._span, attributes, sc.run_span_name(self.agent))
+                self._others.remember(self._span, attributes, name)
             ctx = trace.set_span_in_context(self._span)
         except Exception:
             # Without a tracer the boundaries still run their real work, unrecorded.
@@ -301,6 +302,8 @@ class RecordingRun(Run):
             attributes: dict[str, Any] = {**extra, **constant} if extra else constant.copy()
             attributes[sc.SEQ] = seq
             attributes[sc.CALL_ID] = call_id
+            if not call_id.isascii():  # a key or a task name may hold text UTF-8 cannot
+                escape_names(attributes, sc.CALL_ID)
             unmasked = input
             input, data, masked = self._masked_payload(kind, key, "input", input, encode_input)
             self._inputs.add_input(attributes, kind, key, seq, input, data)
@@ -341,8 +344,9 @@ class RecordingRun(Run):
         if kind == sc.KIND_TOOL:
             constant[sc.GEN_AI_OPERATION_NAME] = sc.OPERATION_EXECUTE_TOOL
             constant[sc.GEN_AI_TOOL_NAME] = key
+        escape_names(constant, *BOUNDARY_NAMES)
         boundary = (
-            sc.boundary_span_name(kind, key),
+            sc.boundary_span_name(constant[sc.KIND], constant[sc.KEY]),
             SpanKind.CLIENT if kind == sc.KIND_MODEL else SpanKind.INTERNAL,
             constant,
         )

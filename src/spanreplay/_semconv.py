@@ -43,6 +43,10 @@ CALL_ID: Final = "spanreplay.call_id"
 KIND: Final = "spanreplay.kind"
 KEY: Final = "spanreplay.key"
 SCHEMA: Final = "spanreplay.schema_version"
+# On a span whose kind, key, call id, tool name or agent name held text UTF-8 cannot
+# hold (a file name from os.listdir()): the names of those attributes, whose text is
+# written with _text_escapes.escape. Absent: every such text is written as it is.
+ESCAPED_NAMES: Final = "spanreplay.escaped"
 
 # A payload attribute holds orjson text: one string, or an array of string chunks
 # when the text is long. Its byte length and sha256 sit beside it.

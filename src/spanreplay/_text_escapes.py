@@ -20,7 +20,7 @@ import dataclasses
 import re
 from typing import Any, Final
 
-__all__ = ["escape", "escaped_values", "readable", "unescape", "unescaped_values", "utf8_ok"]
+__all__ = ["escape", "escaped_values", "readable", "readable_values", "unescape", "unescaped_values", "utf8_ok"]
 
 _SPECIAL: Final = re.compile(r"[\\\ud800-\udfff]")
 # What escape() writes: a doubled backslash, or \u and a surrogate's four hex digits;
@@ -68,6 +68,17 @@ def unescape(text: str) -> str:
 def readable(text: str) -> str:
     """``text`` with each lone surrogate written as a Python escape: valid UTF-8, not reversible."""
     return text if utf8_ok(text) else text.encode("utf-8", "backslashreplace").decode()
+
+
+def readable_values(value: Any) -> Any:
+    """Decoded-JSON-like ``value`` with every string (values and keys) made ``readable``."""
+    if isinstance(value, str):
+        return readable(value)
+    if isinstance(value, dict):
+        return {readable(key) if isinstance(key, str) else key: readable_values(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [readable_values(item) for item in value]
+    return value
 
 
 def escaped_values(value: Any, *, every: bool = False) -> Any:

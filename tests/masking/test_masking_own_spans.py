@@ -4,8 +4,9 @@ Inside a ``@tool`` or a run, ``trace.get_current_span()`` is spanreplay's span:
 code writes on it with ``set_attribute``, ``add_event`` and ``record_exception``.
 The secrets matrix: every built-in detector's sample value (and the forms that
 once leaked: AWS secret keys, Slack ``xapp-`` tokens, URL passwords) x every way
-onto a span (those three, at the run and in a tool, plus a tool's ``bytes`` and
-``str`` outputs) x every sink (the trace file, OTLP, Postgres) holds 0 raw values.
+onto a span (those three, and the secret as an attribute key or an event
+attribute key, at the run and in a tool, plus a tool's ``bytes`` and ``str``
+outputs) x every sink (the trace file, OTLP, Postgres) holds 0 raw values.
 """
 
 from __future__ import annotations
@@ -68,11 +69,13 @@ FORMS: list[tuple[str, str, str]] = [
 WAYS = [
     "tool:set_attribute",
     "tool:add_event",
+    "tool:attribute_key",
     "tool:record_exception",
     "tool:bytes_output",
     "tool:str_output",
     "run:set_attribute",
     "run:add_event",
+    "run:attribute_key",
     "run:record_exception",
 ]
 
@@ -84,6 +87,9 @@ def write_on_current_span(way: str, name: str, text: str) -> None:
     elif way.endswith("set_attribute"):
         span.set_attribute(f"app.note.{name}", text)
         span.set_attribute(f"app.list.{name}", ("plain", text))
+    elif way.endswith("attribute_key"):  # the secret in the name a value is set under
+        span.set_attribute(f"app.{text}", 1)
+        span.add_event("looked up", {f"app.{text}": "found", "app.detail": 1})
     elif way.endswith("add_event"):
         span.add_event(f"looked up {text}", {"app.detail": text, "app.bytes": text.encode()})
     else:

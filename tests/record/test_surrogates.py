@@ -17,12 +17,15 @@ from typing import Any
 
 import orjson
 import pytest
+from click.testing import CliRunner
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 
 import spanreplay
 from spanreplay import _semconv as sc
+from spanreplay.cli import cli
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="file names are UTF-16 there, never bytes")
 
@@ -256,3 +259,122 @@ def test_masking_still_sees_escaped_text_and_the_rest_replays_identical(trace_di
     assert "ada@example.com" not in step[sc.INPUT]["stringValue"]
     with spanreplay.replay(trace_dir, run.run_id):
         assert echo("ada@example.com caf\udce9") == "<email> caf\udce9"
+
+
+# --- names UTF-8 cannot hold: a boundary key, a tool name, the agent name (review defects 2 and 3) ---
+
+FILE_KEY = os.fsdecode(b"report-\xff.txt")  # a file name from os.listdir(), used as the key
+AGENT = "inbox\udc80"
+
+
+@spanreplay.tool(name="read\udcff")
+def odd_tool(text: str) -> str:
+    return text.upper()
+
+
+def _named_agent() -> tuple[str, str]:
+    read = spanreplay.boundary("read_file", FILE_KEY, {"path": FILE_KEY}, lambda: "contents")
+    return read, odd_tool("x")
+
+
+def _check_named_run(source: Any, run_id: str) -> None:
+    """Every step and the run's end are in ``source``, with the identical names, and replay completes."""
+    log = spanreplay.load(source, run_id)
+    assert [(e.kind, e.key) for e in log.events] == [("read_file", FILE_KEY), ("tool", "read\udcff")]
+    assert log.events[0].call_id == f"read_file:{FILE_KEY}#0"
+    assert (log.run.agent, log.run.status) == (AGENT, "ok")
+    (listed,) = [run for run in spanreplay.runs(source) if run.run_id == run_id]
+    assert (listed.status, listed.damaged) == ("ok", None)
+    with spanreplay.replay(source, run_id):
+        assert _named_agent() == ("contents", "X")
+
+
+def test_a_key_tool_name_and_agent_name_utf8_cannot_hold_keep_every_step(trace_dir: Path) -> None:
+    with spanreplay.record(agent=AGENT) as run:
+        assert _named_agent() == ("contents", "X")
+    path = trace_dir / f"{run.run_id}.jsonl"
+    steps = _steps(path)
+    # Written readable and listed as escaped: the file is valid UTF-8 JSON throughout.
+    assert [s[sc.KEY]["stringValue"] for s in steps] == ["report-\\udcff.txt", "read\\udcff"]
+    assert steps[1][sc.GEN_AI_TOOL_NAME]["stringValue"] == "read\\udcff"
+    assert [v["stringValue"] for v in steps[0][sc.ESCAPED_NAMES]["arrayValue"]["values"]] == [sc.KEY, sc.CALL_ID]
+    names = [span["name"] for line in path.read_bytes().splitlines() for span in _spans_of(line)]
+    assert "read_file report-\\udcff.txt" in names
+    assert "execute_tool read\\udcff" in names
+    assert "invoke_agent inbox\\udc80" in names
+    _check_named_run(trace_dir, run.run_id)
+    result = CliRunner().invoke(cli, ["runs", str(trace_dir)])
+    assert result.exit_code == 0, result.output
+    assert "1 run(s), 0 not ok" in result.stdout
+
+
+def test_postgres_rows_keep_a_key_and_agent_name_utf8_cannot_hold(
+    pg_dsn: str, tmp_path: Path, provider: TracerProvider
+) -> None:
+    directory = tmp_path / "traces"
+    spanreplay.configure(trace_dir=directory, tracer_provider=provider, raise_internal_errors=True, postgres=pg_dsn)
+    with spanreplay.record(agent=AGENT) as run:
+        _named_agent()
+    assert spanreplay.load(pg_dsn, run.run_id) == spanreplay.load(directory, run.run_id)
+    _check_named_run(pg_dsn, run.run_id)
+
+
+def test_an_attribute_others_set_with_a_lone_surrogate_costs_no_step(
+    trace_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    @spanreplay.tool
+    def tag(text: str) -> str:
+        span = trace.get_current_span()
+        span.set_attribute("app.file\udc80", "caf\udce9")
+        span.add_event("seen \udc81", {"app.name": "x\udc82"})
+        return text
+
+    with caplog.at_level(logging.WARNING, logger="spanreplay"), spanreplay.record(agent="others") as run:
+        tag("a")
+        tag("b")
+    (step, _) = _steps(trace_dir / f"{run.run_id}.jsonl")
+    assert step["app.file\\udc80"] == {"stringValue": "caf\\udce9"}  # readable, not the str that was set
+    assert caplog.text.count("with text that UTF-8 cannot hold") <= 1  # once per process
+    with spanreplay.replay(trace_dir, run.run_id):
+        assert (tag("a"), tag("b")) == ("a", "b")
+
+
+def test_a_trace_whose_escaped_key_was_edited_is_refused(trace_dir: Path) -> None:
+    with spanreplay.record(agent="files") as run:
+        spanreplay.boundary("read_file", FILE_KEY, {}, lambda: 1)
+    path = trace_dir / f"{run.run_id}.jsonl"
+    # By hand: the escaped key made into an escape that escape() never writes.
+    path.write_bytes(path.read_bytes().replace(b"report-\\\\udcff.txt", b"report-\\\\x41.txt"))
+    with pytest.raises(
+        spanreplay.TraceFormatError,
+        match=r"Attribute spanreplay\.call_id holds .read_file:report-\\\\x41\.txt#0., listed in "
+        r"spanreplay\.escaped as escaped text, but a backslash at character 17 starts no escape",
+    ):
+        spanreplay.load(trace_dir, run.run_id)
+
+
+def _spans_of(line: bytes) -> list[dict[str, Any]]:
+    return [span for r in orjson.loads(line)["resourceSpans"] for s in r["scopeSpans"] for span in s["spans"]]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(key=_ANY_TEXT, agent=_ANY_TEXT)
+@example(key="\\udcff", agent="\udcff")
+@example(key="a\\\\udcff\udcff", agent="\\")
+def test_any_str_as_a_key_or_agent_name_records_and_replays_identical(
+    provider: TracerProvider, key: str, agent: str
+) -> None:
+    def agent_code() -> tuple[int, int]:
+        return spanreplay.boundary("lookup", key, {"k": key}, lambda: 1), spanreplay.boundary(
+            "lookup", key, {}, lambda: 2
+        )
+
+    with tempfile.TemporaryDirectory() as folder:
+        spanreplay.configure(trace_dir=folder, tracer_provider=provider, raise_internal_errors=True, masking=False)
+        with spanreplay.record(agent=agent) as run:
+            agent_code()
+        log = spanreplay.load(folder, run.run_id)
+        assert [e.key for e in log.events] == [key, key]
+        assert (log.run.agent, log.run.status) == (agent, "ok")
+        with spanreplay.replay(folder, run.run_id):
+            assert agent_code() == (1, 2)

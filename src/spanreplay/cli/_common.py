@@ -90,7 +90,8 @@ class BadInput(click.ClickException):
 # Characters that drive a terminal rather than show: C0 (ESC among them), DEL, C1, and the
 # Unicode ones that reorder or break lines. Text read from traces (agent names, run ids,
 # payloads) could otherwise move the cursor, recolour, retitle or hide what is printed.
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+# A lone surrogate too (an agent name from os.listdir()): the stream cannot encode it.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 

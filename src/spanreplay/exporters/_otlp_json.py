@@ -395,12 +395,12 @@ class LineEncoder:
             tuple(map(type, values)),
         )
         template = self._templates.get(shape)
-        if template is None or template.resource is not resource or template.scope is not scope:
-            template = self._template(span, shape)
         try:
+            if template is None or template.resource is not resource or template.scope is not scope:
+                template = self._template(span, shape)
             encoded = encode_values(values, template.encoders)
         except (TypeError, ValueError):  # text that is not valid UTF-8 (a lone surrogate)
-            return self._pieces(span)  # which raises as the reference does
+            return self._pieces(span)
         # Filling the slots of a copy and joining it copies each byte once; a %-format
         # of the whole line would first read every byte of the template for a "%".
         parts = template.parts.copy()
@@ -440,8 +440,13 @@ class LineEncoder:
         return template
 
     def _pieces(self, span: ReadableSpan) -> bytes:
-        head, tail = self._envelope_of(span)
-        parts = span_parts(span)
+        try:
+            head, tail = self._envelope_of(span)
+            parts = span_parts(span)
+        except TypeError:  # text UTF-8 cannot hold (a lone surrogate): written readable, not lost
+            from ._readable_lines import readable_line  # it builds on this module
+
+            return readable_line(span)
         parts.insert(0, head)
         parts.append(tail)
         return b"".join(parts)

@@ -9,6 +9,7 @@ one read from the trace file of the same run.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, Final
@@ -21,6 +22,7 @@ from .._error_records import decode_error
 from .._events import Event, RunInfo
 from .._payloads import read_payload
 from .._spans import SpanRecord
+from .._text_escapes import readable_values, utf8_ok
 
 # JSONB rejects the escape of U+0000; such a payload keeps its text but no JSONB copy.
 _NUL_ESCAPE: Final = b"\\u0000"
@@ -31,6 +33,11 @@ _NUL_ESCAPE: Final = b"\\u0000"
 # instead of making its row fail forever.
 _NUL: Final = "\x00"
 _NUL_TEXT: Final = "\\u0000"
+# Nor can it hold a lone surrogate (a key that is a file name from os.listdir()). Such
+# text is written as this mark, a Unicode noncharacter (reserved for a program's own
+# use, so no text an agent gives starts with it), then the text as ASCII JSON, which
+# says every code point; the readers give back the identical str.
+_MARK: Final = "\ufdd0"
 _STEP_TEXT: Final = ("run_id", "step_type", "key", "call_id", "trace_id", "span_id", "service_name")
 _RUN_TEXT: Final = ("run_id", "agent", "status", "trace_id", "span_id", "service_name", "forked_from", "masking")
 
@@ -99,13 +106,26 @@ RUN_COLUMNS: Final = (
 
 
 def to_db_text(value: Any) -> Any:
-    """``value`` as a text column can hold it: U+0000 written as ``\\u0000``."""
-    return value.replace(_NUL, _NUL_TEXT) if isinstance(value, str) and _NUL in value else value
+    """``value`` as a text column can hold it: U+0000 written as ``\\u0000``, text with a
+    lone surrogate as ``_MARK`` and its JSON."""
+    if not isinstance(value, str):
+        return value
+    if not utf8_ok(value) or value.startswith(_MARK):
+        return _MARK + json.dumps(value)
+    return value.replace(_NUL, _NUL_TEXT) if _NUL in value else value
 
 
 def from_db_text(value: Any) -> Any:
     """A text column's value as it was recorded (the inverse of ``to_db_text``)."""
-    return value.replace(_NUL_TEXT, _NUL) if isinstance(value, str) and _NUL_TEXT in value else value
+    if not isinstance(value, str):
+        return value
+    if value.startswith(_MARK):
+        try:
+            text = json.loads(value[len(_MARK) :])
+        except ValueError:
+            return value  # not written by to_db_text: kept as it is, so it matches nothing recorded
+        return text if isinstance(text, str) else value
+    return value.replace(_NUL_TEXT, _NUL) if _NUL_TEXT in value else value
 
 
 def _escaped(params: dict[str, Any], columns: tuple[str, ...]) -> dict[str, Any]:
@@ -122,6 +142,13 @@ def _jsonb(data: bytes | None, text: str | None) -> str | None:
     """The JSONB copy of a payload: its ``text`` itself (one string for both columns, so a
     row the writer holds keeps each payload once), or None if JSONB cannot hold it."""
     return None if data is None or _NUL_ESCAPE in data else text
+
+
+def _json_text(attributes: dict[str, Any]) -> str:
+    try:
+        return orjson.dumps(attributes, option=orjson.OPT_NON_STR_KEYS).decode()
+    except TypeError:  # text UTF-8 cannot hold that another library set: readable, as in the trace file
+        return orjson.dumps(readable_values(attributes), option=orjson.OPT_NON_STR_KEYS).decode()
 
 
 def _time(ns: int) -> datetime | None:
@@ -170,7 +197,7 @@ def step_params(span: SpanRecord) -> dict[str, Any]:
         "start_ns": event.start_ns,
         "end_ns": event.end_ns,
         "created_at": _time(event.end_ns) or datetime.now(UTC),
-        "attributes": orjson.dumps(attributes, option=orjson.OPT_NON_STR_KEYS).decode(),
+        "attributes": _json_text(attributes),
         "schema_version": event.schema_version,
         # For the placeholder run row, when the step arrives before its run span.
         "service_name": str(span.resource.get(sc.SERVICE_NAME, "")),
