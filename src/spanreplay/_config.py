@@ -27,8 +27,8 @@ from ._payloads import json_default
 from .errors import ConfigurationError
 from .exporters._file import DurableFileSpanProcessor
 from .exporters._otlp import OtlpSpanProcessor
+from .exporters._otlp_dicts import attributes_of
 from .exporters._otlp_endpoint import resource as otlp_resource
-from .exporters._otlp_json import attributes_of
 from .masking import Masker, MaskingConfig, masker_for
 
 if TYPE_CHECKING:

@@ -38,7 +38,8 @@ from opentelemetry.trace import (
 
 from helpers.accelerators import needs_accelerator
 from spanreplay._spans import from_sdk_span
-from spanreplay.exporters._otlp_json import LineEncoder, attributes_of, span_dict, span_json
+from spanreplay.exporters._otlp_dicts import attributes_of, span_dict
+from spanreplay.exporters._otlp_json import LineEncoder, span_json
 from spanreplay.readers._otlp_json import spans_from_document
 from spanreplay.readers._otlp_json_typed import line_spans
 

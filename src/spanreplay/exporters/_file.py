@@ -27,7 +27,8 @@ from .._private_files import TraceFileLinkError, make_private_dirs, open_nofollo
 from .._trace_paths import checked_run_id, is_run_id
 from ._appends import LineFile
 from ._foreign import guarded
-from ._otlp_json import LineEncoder, attributes_of
+from ._otlp_dicts import attributes_of
+from ._otlp_json import LineEncoder
 
 logger = logging.getLogger("spanreplay")
 

@@ -24,7 +24,7 @@ from opentelemetry.util.types import Attributes
 
 from .. import _semconv as sc
 from ..masking import Masker
-from ._otlp_json import attributes_of
+from ._otlp_dicts import attributes_of
 
 __all__ = ["CONTENT_ATTRIBUTES", "CONTENT_PREFIXES", "guarded"]
 

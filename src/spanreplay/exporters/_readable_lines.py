@@ -19,7 +19,7 @@ import orjson
 from opentelemetry.sdk.trace import ReadableSpan
 
 from .._text_escapes import readable_values
-from ._otlp_json import key_values, span_dict
+from ._otlp_dicts import key_values, span_dict
 
 __all__ = ["readable_line"]
 
