@@ -34,6 +34,7 @@ BENCHMARKS = (
     "bench_cost.py",
     "bench_anthropic.py",  # needs vcrpy (the bench extra)
     "bench_check.py",
+    "bench_error_rebuild.py",
 )
 
 

@@ -176,8 +176,9 @@ class RecordedBaseExceptionError(SpanReplayError):
     outcome such as pytest's ``Exit`` or ``Skipped``) stops the interpreter, ends or
     skips a test session, or closes a generator; the exceptions of test runners and
     CLI toolkits (``pytest``, ``unittest``, ``click``, ``typer``) and a project's own
-    subclasses of them skip tests or pick exit codes. Replay raises this error instead, and the replay ends with it even
-    when the code catches it: a run that recorded one of these never replays green.
+    subclasses of them skip tests or pick exit codes. Replay raises this error
+    instead, and the replay ends with it even when the code catches it: a run that
+    recorded one of these never replays green.
 
     Attributes:
         type_name: the qualified name of the recorded exception type.
