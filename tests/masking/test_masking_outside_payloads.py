@@ -306,6 +306,43 @@ def test_masking_switched_off_leaves_other_spans_as_they_are(tmp_path: Path) -> 
     provider.shutdown()
 
 
+@pytest.mark.parametrize("renamed", ["span", "event"])
+def test_a_sdk_that_no_longer_reads_the_replaced_fields_still_gets_masked_content(
+    renamed: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A release that keeps a span's (or an event's) attributes under another name: the
+    # copy's _attributes would be written where nothing reads it, and the original content
+    # would pass through. The masked span is then built through the public constructors.
+    from opentelemetry.sdk.trace import Event, ReadableSpan
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from spanreplay.exporters._foreign import guarded
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    with provider.get_tracer("other").start_as_current_span("chat") as span:
+        span.set_attribute(sc.GEN_AI_INPUT_MESSAGES, f"to {EMAIL}")
+        span.add_event("turn", {sc.GEN_AI_OUTPUT_MESSAGES: f"from {EMAIL}"})
+    provider.shutdown()
+    (finished,) = exporter.get_finished_spans()
+    cls: type[Any] = ReadableSpan if renamed == "span" else Event
+    (event,) = finished.events
+    for obj in (finished, event):
+        obj.__dict__["_renamed_attributes"] = obj._attributes  # type: ignore[union-attr]
+    # Its constructor stores what its property reads; spans made before keep the new name.
+    stored = property(lambda self: self.__dict__.get("_renamed_attributes", self.__dict__.get("_attributes")))
+    monkeypatch.setattr(cls, "attributes", stored)
+
+    masked = guarded(finished, lambda: spanreplay.masking.Masker(MaskingConfig()))
+
+    assert (masked.attributes or {})[sc.GEN_AI_INPUT_MESSAGES] == "to <email>"
+    assert (masked.events[0].attributes or {})[sc.GEN_AI_OUTPUT_MESSAGES] == "from <email>"
+    assert EMAIL not in repr(dict(masked.attributes or {})) + repr(dict(masked.events[0].attributes or {}))
+    assert (finished.attributes or {})[sc.GEN_AI_INPUT_MESSAGES] == f"to {EMAIL}"  # the original is untouched
+
+
 # --- Postgres ----------------------------------------------------------------------------
 
 

@@ -14,6 +14,7 @@ the application's own processors receive is theirs to mask.
 from __future__ import annotations
 
 import copy
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
@@ -27,6 +28,8 @@ from ..masking import Masker
 from ._otlp_dicts import attributes_of
 
 __all__ = ["CONTENT_ATTRIBUTES", "CONTENT_PREFIXES", "guarded"]
+
+logger = logging.getLogger("spanreplay")
 
 # The attributes that hold what was sent to or came from a model or a tool, each with
 # the payload part it is masked as: the GenAI conventions' opt-in content and the
@@ -102,14 +105,27 @@ def _copy(
         else (sc.KIND_MODEL, str(attributes.get(sc.GEN_AI_REQUEST_MODEL) or span.name))
     )
     new_attributes = _masked(current, kind, key, attributes)
-    new_events = [
-        _event(event, _masked(current, kind, key, event.attributes or {})) if _has_content(event.attributes) else event
+    # Each event's attributes masked, or None for an event with no content.
+    wanted = [
+        _masked(current, kind, key, event.attributes or {}) if _has_content(event.attributes) else None
         for event in events
     ]
+    new_events = [event if w is None else _event(event, w) for event, w in zip(events, wanted, strict=True)]
     if new_attributes == attributes and all(new is old for new, old in zip(new_events, events, strict=True)):
         return span  # nothing in it to mask: written as it was made
     # A copy of the SDK's own kind keeps everything else as it was (dropped counts,
     # links, limits): only the attributes and the events are replaced.
+    masked = _replaced(span, new_attributes, new_events)
+    if _reads_back(masked, new_attributes, wanted):
+        return masked
+    # The SDK no longer reads what was written in place (a release that renamed its
+    # fields): the copy could still show the original content. Built through the
+    # public constructors instead, losing only the dropped counts.
+    logger.debug("spanreplay masks another instrumentation's span %r through ReadableSpan()", span.name)
+    return _rebuilt(span, new_attributes, wanted)
+
+
+def _replaced(span: ReadableSpan, new_attributes: dict[str, Any], new_events: list[Event]) -> ReadableSpan:
     masked = copy.copy(span)
     masked._attributes = _bounded(getattr(span, "_attributes", None), new_attributes)
     stored = getattr(span, "_events", None)
@@ -121,6 +137,35 @@ def _copy(
     else:
         masked._events = tuple(new_events)
     return masked
+
+
+def _reads_back(span: ReadableSpan, attributes: dict[str, Any], wanted: list[dict[str, Any] | None]) -> bool:
+    """Whether ``span``'s public properties give the masked attributes and event attributes."""
+    if dict(span.attributes or {}) != attributes or len(span.events) != len(wanted):
+        return False
+    return all(w is None or dict(event.attributes or {}) == w for event, w in zip(span.events, wanted, strict=True))
+
+
+def _rebuilt(span: ReadableSpan, attributes: dict[str, Any], wanted: list[dict[str, Any] | None]) -> ReadableSpan:
+    """``span`` with masked content, built through the SDK's public constructors."""
+    events = [
+        event if w is None else Event(event.name, attributes=w, timestamp=event.timestamp)
+        for event, w in zip(span.events, wanted, strict=True)
+    ]
+    return ReadableSpan(
+        name=span.name,
+        context=span.context,
+        parent=span.parent,
+        resource=span.resource,
+        attributes=attributes,
+        events=events,
+        links=span.links,
+        kind=span.kind,
+        status=span.status,
+        start_time=span.start_time,
+        end_time=span.end_time,
+        instrumentation_scope=span.instrumentation_scope,
+    )
 
 
 def _bounded(original: Any, attributes: dict[str, Any]) -> Any:
