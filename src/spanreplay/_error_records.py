@@ -137,6 +137,17 @@ ErrorRebuilder = Callable[[ErrorInfo], BaseException | None]
 _rebuilders: list[ErrorRebuilder] = []
 
 
+# Told of each recorded failure replay refuses to raise again. The run core registers the
+# one that hands it to the open replay (error records know no runs).
+_refusal_listeners: list[Callable[[RecordedBaseExceptionError], None]] = []
+
+
+def on_refusal(listener: Callable[[RecordedBaseExceptionError], None]) -> None:
+    """Call ``listener`` with each ``RecordedBaseExceptionError`` as ``rebuild_error`` makes it."""
+    if listener not in _refusal_listeners:
+        _refusal_listeners.append(listener)
+
+
 def register_error_rebuilder(rebuilder: ErrorRebuilder) -> None:
     """Teach replay to rebuild more exception types (return None to pass)."""
     _rebuilders.append(rebuilder)
@@ -257,9 +268,6 @@ def _refused(info: ErrorInfo, reason: str, where: str) -> RecordedBaseExceptionE
     )
     # The open replay keeps it as its outcome: code that catches it (``except Exception``)
     # and goes on still ends the replay with this error, never green.
-    from ._runs import current_run_var
-
-    run = current_run_var.get()
-    if run is not None:
-        run.refuse(error)
+    for listener in _refusal_listeners:
+        listener(error)
     return error

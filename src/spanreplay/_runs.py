@@ -26,6 +26,7 @@ from opentelemetry import context as otel_context
 from . import _branches
 from . import _semconv as sc
 from ._context import current_run_id
+from ._error_records import on_refusal
 from .errors import (
     NoRunInContextError,
     SpanReplayError,
@@ -408,3 +409,13 @@ class Run:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> bool | None:
         return self.__exit__(exc_type, exc, tb)
+
+
+def _refused_in_current_run(error: SpanReplayError) -> None:
+    """A recorded failure replay refused to raise again ends the open replay with it."""
+    run = current_run_var.get()
+    if run is not None:
+        run.refuse(error)
+
+
+on_refusal(_refused_in_current_run)
