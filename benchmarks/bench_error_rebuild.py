@@ -57,8 +57,8 @@ def child(case: str, size: int) -> None:
     """One rebuild in this interpreter: prints seconds and the peak memory it added."""
     import anthropic  # noqa: F401  (the rebuilder builds only types already imported)
 
-    from spanreplay._error_records import decode_error
     from spanreplay.instrumentation.anthropic._errors import rebuild_anthropic_error
+    from spanreplay.model.error_records import decode_error
 
     # Warm-up: the SDK imports modules the first time it builds an error.
     rebuild_anthropic_error(decode_error(payload(case, body_of_size(100))))

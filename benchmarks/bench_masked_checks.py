@@ -28,9 +28,9 @@ from _common import Case, Figure, emit, interleaved, median, parse_args, timed
 from opentelemetry.sdk.trace import TracerProvider
 
 import spanreplay
-from spanreplay import _recording
-from spanreplay._masked_checks import InputChecks
-from spanreplay._salts import salt_path
+from spanreplay.recording import recording_run as _recording
+from spanreplay.recording.input_checks import InputChecks
+from spanreplay.run.salts import salt_path
 
 NAME = "masked_checks"
 

@@ -34,8 +34,8 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 
 import spanreplay
-from spanreplay.exporters._otlp import OtlpSpanProcessor
-from spanreplay.exporters._otlp_endpoint import build_exporter
+from spanreplay.recording.exporters._otlp import OtlpSpanProcessor
+from spanreplay.recording.exporters._otlp_endpoint import build_exporter
 
 NAME = "otlp"
 GOAL = 1.2

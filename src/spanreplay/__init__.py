@@ -17,27 +17,16 @@ Replay::
 
 from __future__ import annotations
 
-import importlib.metadata as _metadata
 import typing as _typing
 
-try:
-    __version__ = _metadata.version("spanreplay")
-except _metadata.PackageNotFoundError:  # running from a source tree that was not installed
-    __version__ = "0.0.0"
-
-from . import _accelerators
-from ._builtins import now, random, time, uuid4
-from ._checkpoints import checkpoint
-from ._config import Settings, configure, is_configured, reset, settings
-from ._error_records import register_error_rebuilder
-from ._events import ErrorInfo, Event, EventLog, RunInfo, RunSummary
-from ._guard import DeterminismWarning
-from ._loader import load, runs
-from ._markers import patched
-from ._run import ForkingRun, Mode, RecordingRun, ReplayingRun, Run, boundary, current_run, fork, record, replay
-from ._run_diff import RunDiff, StepDiff, diff_runs
-from ._typed_registry import register_type
-from .errors import (
+from spanreplay import _accelerators
+from spanreplay._version import __version__
+from spanreplay.api.builtins import now, random, time, uuid4
+from spanreplay.api.checkpoints import checkpoint
+from spanreplay.api.loading import load, runs
+from spanreplay.api.markers import patched
+from spanreplay.api.runs import boundary, record, replay
+from spanreplay.errors import (
     ConfigurationError,
     DifferentCallError,
     InputChangedError,
@@ -60,9 +49,19 @@ from .errors import (
     UnsafeTraceValueError,
     UnservableOutputError,
 )
-from .instrumentation.tools import tool
-from .masking import MaskingConfig
-from .readers import SpanReplayWarning
+from spanreplay.instrumentation.tools import tool
+from spanreplay.masking import MaskingConfig
+from spanreplay.model.error_records import register_error_rebuilder
+from spanreplay.model.events import ErrorInfo, Event, EventLog, RunInfo, RunSummary
+from spanreplay.model.typed_classes import register_type
+from spanreplay.readers import SpanReplayWarning
+from spanreplay.recording.configuration import Settings, configure, is_configured, reset, settings
+from spanreplay.recording.recording_run import RecordingRun
+from spanreplay.replaying.forking_run import ForkingRun, fork
+from spanreplay.replaying.guard import DeterminismWarning
+from spanreplay.replaying.replaying_run import ReplayingRun
+from spanreplay.replaying.run_diff import RunDiff, StepDiff, diff_runs
+from spanreplay.run.base import Mode, Run, current_run
 
 
 def instrument_anthropic(**kwargs: _typing.Any) -> _typing.Any:
@@ -70,7 +69,7 @@ def instrument_anthropic(**kwargs: _typing.Any) -> _typing.Any:
 
     Imported lazily so that ``import spanreplay`` does not import the Anthropic SDK.
     """
-    from .instrumentation.anthropic import instrument_anthropic as _instrument
+    from spanreplay.instrumentation.anthropic import instrument_anthropic as _instrument
 
     return _instrument(**kwargs)
 

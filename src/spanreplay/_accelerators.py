@@ -23,7 +23,7 @@ import threading
 from collections.abc import Callable
 from typing import Final
 
-from ._environment import environment
+from spanreplay._environment import environment
 
 logger = logging.getLogger("spanreplay")
 

@@ -35,11 +35,12 @@ from typing import Any, TextIO
 
 import anthropic
 
-from ._builtins import now, random
-from ._run import ReplayingRun, current_run
-from .instrumentation.anthropic import instrument_anthropic
-from .instrumentation.tools import tool
-from .testing.messages_api import MessagesAPIServer, support_model
+from spanreplay.api.builtins import now, random
+from spanreplay.instrumentation.anthropic import instrument_anthropic
+from spanreplay.instrumentation.tools import tool
+from spanreplay.replaying.replaying_run import ReplayingRun
+from spanreplay.run.base import current_run
+from spanreplay.testing.messages_api import MessagesAPIServer, support_model
 
 __all__ = ["AGENT", "FAILURE_RATE", "MODEL", "QUESTION", "CarrierTimeout", "answer", "local_api", "main", "real_calls"]
 

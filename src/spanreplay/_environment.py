@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from .errors import ConfigurationError
+from spanreplay.errors import ConfigurationError
 
 __all__ = ["VARIABLES", "Environment", "byte_size", "environment"]
 

@@ -38,7 +38,8 @@ from typing import TYPE_CHECKING, Any, Final, NoReturn, cast
 import pytest
 
 if TYPE_CHECKING:
-    from ._run import ReplayingRun, Run
+    from spanreplay.replaying.replaying_run import ReplayingRun
+    from spanreplay.run.base import Run
 
 __all__ = [
     "MODES",
@@ -170,8 +171,8 @@ def _planned(item: pytest.Item) -> _TestRun:
 
 
 def _plan(item: pytest.Item) -> _TestRun:
-    from ._run import RecordingRun
-    from .errors import SpanReplayError
+    from spanreplay.errors import SpanReplayError
+    from spanreplay.recording.recording_run import RecordingRun
 
     options = _marker_options(item)
     trace = trace_path(item, options.get("trace"))
@@ -207,7 +208,7 @@ def _open_replay(trace: Path, run_id: str | None, ignore_paths: Sequence[str]) -
     surface, as a warning naming its file and line, before it makes a replay diverge.
     live=False: a replayed test never runs a tool, even one a foreign trace lacks.
     """
-    from ._run import replay
+    from spanreplay.api.runs import replay
 
     return replay(trace, run_id, ignore_paths=ignore_paths, guard=True, live=False)
 
@@ -264,7 +265,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
     planned = _planned(item)
     if planned.failure is not None:
         pytest.fail(planned.failure, pytrace=False)
-    from ._replaying import ReplayingRun
+    from spanreplay.replaying.replaying_run import ReplayingRun
 
     if isinstance(planned.run, ReplayingRun):
         return (yield from _replayed(planned, planned.run, item.config))
@@ -290,7 +291,7 @@ def _replayed(planned: _TestRun, run: ReplayingRun, config: pytest.Config) -> Ge
     outcome: a test that expects the recorded failure (``pytest.raises``) and gets
     it at the recorded step passes.
     """
-    from .errors import OutcomeChangedError, ReplayDivergenceError
+    from spanreplay.errors import OutcomeChangedError, ReplayDivergenceError
 
     run.__enter__()
     try:
@@ -330,7 +331,7 @@ def _diverged(planned: _TestRun, error: BaseException, config: pytest.Config) ->
 
 def _recorded(planned: _TestRun, config: pytest.Config) -> Generator[None, object, object]:
     """The test body inside a recording into a scratch folder; the trace moves in place if it passes."""
-    from ._config import recording_into
+    from spanreplay.recording.configuration import recording_into
 
     run = planned.run
     assert run is not None
@@ -352,7 +353,7 @@ def _recorded(planned: _TestRun, config: pytest.Config) -> Generator[None, objec
 
 
 def _save(scratch: Path, run_id: str, trace: Path, config: pytest.Config) -> None:
-    from ._trace_paths import checked_run_id, path_inside
+    from spanreplay.model.run_ids import checked_run_id, path_inside
 
     # The recording's own run id (checked when the run was made); kept inside the scratch folder all the same.
     recorded = path_inside(scratch, f"{checked_run_id(run_id, where='the recording')}.jsonl")

@@ -8,7 +8,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from spanreplay._spans import SpanEventRecord, SpanRecord
+from spanreplay.model.spans import SpanEventRecord, SpanRecord
 
 
 def record(**changes: Any) -> SpanRecord:

@@ -10,8 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from spanreplay import TraceFormatError, UnsafeTraceValueError
-from spanreplay._salts import SALT_DIR, salt_beside, salt_path
-from spanreplay._trace_paths import RUN_ID, checked_run_id, path_inside
+from spanreplay.model.run_ids import RUN_ID, checked_run_id, path_inside
+from spanreplay.run.salts import SALT_DIR, salt_beside, salt_path
 
 HOSTILE = ["/abs/path/victim", "../../outside/victim", "..", ".", "", "a/b", "run\n", "run\x00", "-rf", "x" * 202]
 

@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import spanreplay
-from spanreplay import _semconv as sc
+from spanreplay import semconv as sc
 from spanreplay.cli import EXIT_INTERNAL, CliState, cli
 
 # The agent checked. Each run asks next_order() which item to buy (recorded, so a

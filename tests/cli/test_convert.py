@@ -18,8 +18,8 @@ import spanreplay
 from fixtures.backends import BackendServer, jaeger_trace, serving, tempo_v1, tempo_v2
 from fixtures.recordings import lines, record_agent, record_failing
 from helpers.paths import THIRD_PARTY
-from spanreplay._spans import SpanRecord
 from spanreplay.cli import cli
+from spanreplay.model.spans import SpanRecord
 from spanreplay.readers import iter_spans, writers
 
 THIRD_PARTY_FILES = sorted(p for p in THIRD_PARTY.rglob("*") if p.is_file() and p.suffix in (".json", ".jsonl"))

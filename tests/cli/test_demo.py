@@ -19,7 +19,8 @@ from click.testing import CliRunner, Result
 from opentelemetry.sdk.trace import TracerProvider
 
 import spanreplay
-from spanreplay import _builtins, _demo
+from spanreplay import _demo
+from spanreplay.api import builtins as _builtins
 from spanreplay.cli import EXIT_BAD_INPUT, EXIT_OK, EXIT_REPRODUCED, CliState, cli
 from spanreplay.instrumentation.anthropic import AnthropicInstrumentor
 from spanreplay.testing import MessagesAPIServer

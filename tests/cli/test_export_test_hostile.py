@@ -29,8 +29,8 @@ from hypothesis import strategies as st
 
 from helpers.hand_made_traces import write_run
 from helpers.paths import REPO
-from spanreplay._trace_paths import RUN_ID
 from spanreplay.cli import EXIT_BAD_INPUT, EXIT_OK, _export_test, cli
+from spanreplay.model.run_ids import RUN_ID
 
 AGENT = """
 import spanreplay

@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 
 import spanreplay
 from helpers.paths import FIXTURES
-from spanreplay._salts import SALT_DIR
 from spanreplay.cli import _prune, cli
 from spanreplay.cli._prune import run_date
+from spanreplay.run.salts import SALT_DIR
 
 
 def _run_id(days_ago: float) -> str:

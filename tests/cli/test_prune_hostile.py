@@ -19,8 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from helpers.hand_made_traces import write_run
-from spanreplay._salts import SALT_DIR
 from spanreplay.cli import cli
+from spanreplay.run.salts import SALT_DIR
 
 OLD_RUN = "run_20200101_000000_0a0a0a0a"
 

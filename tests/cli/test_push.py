@@ -20,8 +20,8 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 import spanreplay
 from helpers.otlp_receivers import GrpcReceiver, HttpReceiver, closed_port, spans_in
 from helpers.phoenix_receiver import assert_same_run, phoenix_for_tests
-from spanreplay._spans import SpanRecord
 from spanreplay.cli import EXIT_BAD_INPUT, EXIT_OK, cli
+from spanreplay.model.spans import SpanRecord
 from spanreplay.readers import iter_spans
 from spanreplay.sources import build_log
 

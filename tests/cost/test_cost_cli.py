@@ -36,9 +36,9 @@ from spanreplay.cli import cli
 from spanreplay.cost import PRICES_ENV, Usage
 from spanreplay.cost._calls import usage_of
 from spanreplay.cost._plot import OUTLIER_COLOR
-from spanreplay.exporters._otlp_json import LineEncoder
 from spanreplay.instrumentation.anthropic import AnthropicInstrumentor
 from spanreplay.readers import iter_spans
+from spanreplay.recording.exporters._otlp_json import LineEncoder
 
 MTOK = 1_000_000
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")

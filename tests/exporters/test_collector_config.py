@@ -26,8 +26,8 @@ import zstandard
 
 import spanreplay
 from helpers.paths import REPO
-from spanreplay import _semconv as sc
-from spanreplay._keep import KeepPolicy
+from spanreplay import semconv as sc
+from spanreplay.recording.keep import KeepPolicy
 
 ROOT = REPO / "collector-config"
 YAML_FILES = sorted(p for p in ROOT.rglob("*") if p.suffix in (".yaml", ".yml"))
@@ -230,7 +230,7 @@ def test_every_otlp_receiver_takes_large_messages(name: str, path: tuple[str, ..
 
 
 def test_tempo_keeps_long_attributes_and_large_traces(tempo: dict[str, Any]) -> None:
-    from spanreplay import _payloads
+    from spanreplay.model import payloads as _payloads
 
     assert tempo["distributor"]["max_attribute_bytes"] > TEMPO_DEFAULT_ATTRIBUTE_BYTES
     # Even at the default, spanreplay's own chunks pass: they are shorter than the cut.

@@ -266,7 +266,7 @@ def test_the_fast_encoding_path_matches_the_public_span_interface() -> None:
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-    from spanreplay.exporters._otlp_dicts import span_dict
+    from spanreplay.recording.exporters._otlp_dicts import span_dict
 
     exporter = InMemorySpanExporter()
     provider = TracerProvider()

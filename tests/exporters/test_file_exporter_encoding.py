@@ -37,11 +37,11 @@ from opentelemetry.trace import (
 )
 
 from helpers.accelerators import needs_accelerator
-from spanreplay._spans import from_sdk_span
-from spanreplay.exporters._otlp_dicts import attributes_of, span_dict
-from spanreplay.exporters._otlp_json import LineEncoder, span_json
+from spanreplay.model.spans import from_sdk_span
 from spanreplay.readers._otlp_json import spans_from_document
 from spanreplay.readers._otlp_json_typed import line_spans
+from spanreplay.recording.exporters._otlp_dicts import attributes_of, span_dict
+from spanreplay.recording.exporters._otlp_json import LineEncoder, span_json
 
 _text = st.text(max_size=40)
 _scalar = st.one_of(
@@ -336,7 +336,7 @@ def test_each_fast_encoded_line_is_one_traces_data_the_protobuf_classes_accept(s
 def test_values_are_written_as_orjson_writes_them_for_every_code_point() -> None:
     # The template path writes str, int and bool values with msgspec, the reference
     # with orjson: the two must agree on every character's escaping, alone and in runs.
-    from spanreplay.exporters._otlp_json import _encode_value
+    from spanreplay.recording.exporters._otlp_json import _encode_value
 
     characters = [chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF]
     for c in characters[:0x800]:  # every ASCII character, and then some, alone
@@ -367,7 +367,8 @@ def test_the_sdk_still_keeps_span_attributes_where_the_fast_read_finds_them() ->
         assert type(read) is dict, (
             f"opentelemetry-sdk {sdk} no longer keeps a span's attributes in ReadableSpan._attributes._dict: "
             "spanreplay falls back to the slower public ReadableSpan.attributes; update attributes_of() in "
-            "spanreplay/exporters/_otlp_json.py to the SDK's new storage (and measure benchmarks/bench_record.py)"
+            "spanreplay/recording/exporters/_otlp_json.py to the SDK's new storage "
+            "(and measure benchmarks/bench_record.py)"
         )
         assert read == {"a": 1, "b": "two", "c": True} == dict(span.attributes or {})
 

@@ -14,7 +14,7 @@ import pytest
 from opentelemetry.proto.common.v1.common_pb2 import KeyValue
 
 from helpers.otlp_receivers import GrpcReceiver, HttpReceiver, spans_in
-from spanreplay.exporters._otlp_endpoint import resource
+from spanreplay.recording.exporters._otlp_endpoint import resource
 
 SCRIPT = textwrap.dedent(
     """

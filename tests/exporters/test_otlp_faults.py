@@ -26,7 +26,7 @@ from opentelemetry.sdk.trace.sampling import Decision, StaticSampler
 
 import spanreplay
 from helpers.otlp_receivers import GrpcReceiver, HttpReceiver, closed_port
-from spanreplay.exporters._otlp import GuardedExporter, OtlpSpanProcessor
+from spanreplay.recording.exporters._otlp import GuardedExporter, OtlpSpanProcessor
 
 STEPS = 200
 
@@ -298,7 +298,7 @@ def test_after_a_failure_batches_are_dropped_untried_until_the_backoff_ends(
     otlp: Callable[..., OtlpSpanProcessor], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A first backoff longer than the run, so a loaded machine cannot end it mid-run.
-    monkeypatch.setattr("spanreplay.exporters._otlp._FIRST_BACKOFF_S", 60.0)
+    monkeypatch.setattr("spanreplay.recording.exporters._otlp._FIRST_BACKOFF_S", 60.0)
     with HttpReceiver("503") as receiver:
         processor = otlp(receiver.url, "http/protobuf", OTEL_BSP_MAX_EXPORT_BATCH_SIZE="10")
         run_agent()  # 201 spans: 21 batches, all made within the first backoff

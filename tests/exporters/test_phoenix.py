@@ -26,7 +26,7 @@ from opentelemetry.sdk.trace import TracerProvider
 import spanreplay
 from helpers.messages_api_server import MODEL, MessagesAPIServer, instrument, reply, serve, text, tool_use
 from helpers.phoenix_receiver import Phoenix, assert_same_run, phoenix_for_tests
-from spanreplay.exporters._otlp import OtlpExportStats
+from spanreplay.recording.exporters._otlp import OtlpExportStats
 from spanreplay.sources import build_log
 
 pytestmark = pytest.mark.slow

@@ -502,7 +502,7 @@ def test_a_database_that_is_down_never_breaks_the_agent_and_export_fills_the_row
     pg_dsn: str, tmp_path: Path, provider: TracerProvider, caplog: pytest.LogCaptureFixture
 ) -> None:
     from spanreplay.postgres import PostgresSpanProcessor
-    from spanreplay.postgres.backfill import export
+    from spanreplay.recording.postgres.backfill import export
 
     directory = tmp_path / "traces"
     processor = PostgresSpanProcessor(DOWN_DSN, timeout=0.5)
@@ -742,7 +742,7 @@ def _record_runs(directory: Path, provider: TracerProvider, count: int) -> list[
 
 
 def test_a_retried_export_writes_no_duplicate(pg_dsn: str, tmp_path: Path, provider: TracerProvider) -> None:
-    from spanreplay.postgres.backfill import export
+    from spanreplay.recording.postgres.backfill import export
 
     directory = tmp_path / "traces"
     ids = _record_runs(directory, provider, 3)
@@ -760,7 +760,7 @@ def test_a_retried_export_writes_no_duplicate(pg_dsn: str, tmp_path: Path, provi
 def test_export_of_a_source_that_holds_every_span_twice_adds_each_step_once(
     pg_dsn: str, tmp_path: Path, provider: TracerProvider
 ) -> None:
-    from spanreplay.postgres.backfill import export
+    from spanreplay.recording.postgres.backfill import export
 
     directory = tmp_path / "traces"
     (run_id,) = _record_runs(directory, provider, 1)
@@ -774,7 +774,7 @@ def test_export_of_a_source_that_holds_every_span_twice_adds_each_step_once(
 
 
 def test_export_from_a_jaeger_trace_gives_the_same_run(pg_dsn: str, tmp_path: Path, provider: TracerProvider) -> None:
-    from spanreplay.postgres.backfill import export
+    from spanreplay.recording.postgres.backfill import export
 
     directory = tmp_path / "traces"
     (run_id,) = _record_runs(directory, provider, 1)
@@ -890,7 +890,7 @@ def test_a_completed_run_with_a_lost_step_row_names_the_seq_and_the_export_that_
         TraceFormatError, match=rf"Run {run.run_id} in postgresql://\S+ is missing the steps at seq 3 of 4"
     ):
         spanreplay.load(dsn, run.run_id)
-    from spanreplay.postgres.backfill import export
+    from spanreplay.recording.postgres.backfill import export
 
     assert export(directory, dsn).steps_added == 1
     assert spanreplay.load(dsn, run.run_id) == spanreplay.load(directory, run.run_id)
@@ -1004,7 +1004,7 @@ def test_prune_removes_exactly_the_runs_past_their_retention_in_postgres(
     pg_dsn: str, tmp_path: Path, provider: TracerProvider
 ) -> None:
     from spanreplay.cli import cli
-    from spanreplay.postgres.backfill import export
+    from spanreplay.recording.postgres.backfill import export
 
     directory = tmp_path / "traces"
     spanreplay.configure(trace_dir=directory, tracer_provider=provider, raise_internal_errors=True)
@@ -1029,7 +1029,7 @@ def test_upgrade_brings_a_version_1_database_to_the_latest_and_keeps_its_runs(pg
     import psycopg
 
     from spanreplay.postgres import LATEST, MIGRATIONS, upgrade, version
-    from spanreplay.postgres.schema import MIGRATIONS_TABLE
+    from spanreplay.sources.postgres.schema import MIGRATIONS_TABLE
 
     schema = f"sr_test_{uuid.uuid4().hex[:12]}"
     with psycopg.connect(pg_server, autocommit=True) as conn:

@@ -197,7 +197,7 @@ def assert_names_value_and_choices(error: ConfigurationError, value: object, nam
 
 @given(st.one_of(st.text(max_size=12), st.integers(), st.none(), st.booleans()))
 def test_any_value_but_sync_or_async_is_refused_naming_it_and_the_choices(value: object) -> None:
-    from spanreplay.postgres.connect import check_commit
+    from spanreplay.sources.postgres.connect import check_commit
 
     if isinstance(value, str) and value.strip().lower() in ("sync", "async"):
         assert check_commit(value) == value.strip().lower()

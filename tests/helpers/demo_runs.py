@@ -9,7 +9,8 @@ from datetime import UTC, datetime
 import pytest
 
 import spanreplay
-from spanreplay import _builtins, _demo
+from spanreplay import _demo
+from spanreplay.api import builtins as _builtins
 
 # A Wednesday afternoon: the agent's branch follows the clock (office hours or not).
 RECORDED_AT = datetime(2026, 3, 4, 14, 0, tzinfo=UTC)

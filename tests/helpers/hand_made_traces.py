@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from spanreplay import _semconv as sc
+from spanreplay import semconv as sc
 
 _NUMBERS = itertools.count(1)
 # 2020-01-01T00:00:00Z: old enough for any retention window.

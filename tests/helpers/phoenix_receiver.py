@@ -43,8 +43,8 @@ from hashlib import sha256
 from pathlib import Path
 from typing import Any, Final
 
-from spanreplay._events import EventLog
-from spanreplay._spans import SpanEventRecord, SpanRecord
+from spanreplay.model.events import EventLog
+from spanreplay.model.spans import SpanEventRecord, SpanRecord
 
 PHOENIX_VERSION: Final = "20.26.1"
 INSTALL_TIMEOUT_S: Final = 900

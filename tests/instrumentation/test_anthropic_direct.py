@@ -152,7 +152,7 @@ def test_a_token_count_is_built_as_the_sdk_builds_it(tokens: Any) -> None:
     ],
 )
 def test_plain_json_data_encodes_as_the_codec_encodes_it(value: dict[str, Any]) -> None:
-    from spanreplay import _payloads
+    from spanreplay.model import payloads as _payloads
 
     assert _direct.encoded(value) == _payloads.encode_input(value)
 

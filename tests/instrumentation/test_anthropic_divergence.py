@@ -155,7 +155,7 @@ def test_recorded_api_errors_rebuild_from_their_payload_alone(
     server: MessagesAPIServer, trace_dir: Path, instrumented: None
 ) -> None:
     from helpers.messages_api_server import api_error
-    from spanreplay import _error_records
+    from spanreplay.model import error_records as _error_records
 
     server.script(api_error(429, "slow down"))
     with (

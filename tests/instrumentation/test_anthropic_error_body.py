@@ -26,9 +26,9 @@ from hypothesis import strategies as st
 
 import spanreplay
 from helpers.messages_api_server import MODEL, MessagesAPIServer, instrument, serve
-from spanreplay import _error_records
 from spanreplay.instrumentation.anthropic import _error_body, _errors
 from spanreplay.instrumentation.anthropic._error_body import body_from_message, parse_repr
+from spanreplay.model import error_records as _error_records
 from spanreplay.testing.messages_api import api_error
 
 server = pytest.fixture(serve, name="server")

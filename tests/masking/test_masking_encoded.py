@@ -26,9 +26,9 @@ import spanreplay
 from helpers.masking_engines import needs_hyperscan
 from helpers.masking_reference import reference_walk
 from helpers.masking_samples import KINDS, emails, payloads_with_secrets, planted
-from spanreplay import _payloads
-from spanreplay import _semconv as sc
+from spanreplay import semconv as sc
 from spanreplay.masking import FieldNames, Masker, MaskingConfig, hyperscan_available, mask, transform
+from spanreplay.model import payloads as _payloads
 
 ENGINES = ["python", "hyperscan"] if hyperscan_available() else ["python"]
 

@@ -23,10 +23,10 @@ from opentelemetry.sdk.trace import TracerProvider
 import spanreplay
 from helpers.messages_api_server import MODEL, MessagesAPIServer, instrument, reply, serve, text, tool_use
 from helpers.otlp_receivers import HttpReceiver
-from spanreplay import _semconv as sc
-from spanreplay._spans import SpanRecord
+from spanreplay import semconv as sc
 from spanreplay.errors import ConfigurationError
 from spanreplay.masking import MaskingConfig
+from spanreplay.model.spans import SpanRecord
 from spanreplay.readers import iter_spans
 
 server = pytest.fixture(serve, name="server")
@@ -283,7 +283,7 @@ def test_masking_switched_off_leaves_other_spans_as_they_are(tmp_path: Path) -> 
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-    from spanreplay.exporters._foreign import guarded
+    from spanreplay.recording.exporters._foreign import guarded
 
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
@@ -317,7 +317,7 @@ def test_a_sdk_that_no_longer_reads_the_replaced_fields_still_gets_masked_conten
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-    from spanreplay.exporters._foreign import guarded
+    from spanreplay.recording.exporters._foreign import guarded
 
     exporter = InMemorySpanExporter()
     provider = TracerProvider()

@@ -26,7 +26,7 @@ import pytest
 
 import spanreplay
 from helpers.masking_sinks import Sinks
-from spanreplay import _semconv as sc
+from spanreplay import semconv as sc
 
 
 @dataclass(frozen=True)

@@ -31,9 +31,9 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 import spanreplay
 import spanreplay.masking._pipeline
 from helpers.masking_samples import emails, payloads_with_secrets, planted
-from spanreplay import _semconv as sc
-from spanreplay._salts import SALT_DIR
+from spanreplay import semconv as sc
 from spanreplay.masking import MaskingConfig, keep
+from spanreplay.run.salts import SALT_DIR
 
 
 class CustomerError(RuntimeError):

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from opentelemetry.sdk.trace import TracerProvider
 
 import spanreplay
-from spanreplay import _semconv as sc
+from spanreplay import semconv as sc
 from spanreplay.masking import FieldNames, Masker, MaskingConfig, hyperscan_available, mask
 from spanreplay.masking._checks import card_ok, luhn_ok
 

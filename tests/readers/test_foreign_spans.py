@@ -16,8 +16,8 @@ from click.testing import CliRunner
 import spanreplay
 from helpers.foreign_fixtures import ANSWER, FILES, FOREIGN, total_tokens, trace_id
 from spanreplay.cli import cli
-from spanreplay.foreign import COMPARED, GAPS, INSTRUMENTATION
 from spanreplay.readers import iter_spans
+from spanreplay.sources.foreign import COMPARED, GAPS, INSTRUMENTATION
 
 ALL = sorted(FILES)
 
@@ -139,8 +139,8 @@ def test_the_report_prices_each_foreign_step_as_runs_does(name: str, tmp_path: P
 
 
 def test_redacted_values_and_images_are_said_up_front_and_images_are_compared_as_media() -> None:
-    from spanreplay._spans import SpanRecord
-    from spanreplay.foreign import foreign_log, model_input
+    from spanreplay.model.spans import SpanRecord
+    from spanreplay.sources.foreign import foreign_log, model_input
 
     inputs = [
         {
@@ -188,7 +188,7 @@ def test_openinference_flattened_attributes_alone_give_the_same_steps() -> None:
     llm.* attributes: the same request is compared and the same content served, with gaps said."""
     import msgspec
 
-    from spanreplay.foreign import foreign_log
+    from spanreplay.sources.foreign import foreign_log
 
     path = FOREIGN / "openinference-create.binpb"
     whole = spanreplay.load(path, trace_id(path))
@@ -214,8 +214,8 @@ def test_openinference_flattened_attributes_alone_give_the_same_steps() -> None:
 
 def test_the_older_flattened_conventions_read_as_the_current_ones() -> None:
     """``gen_ai.prompt.N.*``/``gen_ai.completion.N.*`` (OpenLLMetry before the message attributes)."""
-    from spanreplay._spans import SpanRecord
-    from spanreplay.foreign import foreign_log
+    from spanreplay.model.spans import SpanRecord
+    from spanreplay.sources.foreign import foreign_log
 
     current = {
         "gen_ai.operation.name": "chat",

@@ -12,8 +12,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spanreplay._spans import SpanRecord
-from spanreplay.foreign import foreign_log, read_span
+from spanreplay.model.spans import SpanRecord
+from spanreplay.sources.foreign import foreign_log, read_span
 
 TRACE = "0af7651916cd43dd8448eb211c80319c"
 json_values = st.recursive(

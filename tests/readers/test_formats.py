@@ -26,7 +26,7 @@ from fixtures.backends import tempo_v1, tempo_v2
 from fixtures.recordings import lines, record_agent
 from fixtures.tracedocs import document, line, span
 from spanreplay import SpanReplayWarning, TraceFormatError
-from spanreplay._spans import SpanRecord
+from spanreplay.model.spans import SpanRecord
 from spanreplay.readers import _base, _otlp_json, expand, iter_spans
 from spanreplay.readers._base import MalformedTrace
 

@@ -25,7 +25,7 @@ import spanreplay
 from fixtures.backends import jaeger_trace, tempo_v2
 from fixtures.recordings import lines
 from spanreplay import PayloadIntegrityError, TraceFormatError
-from spanreplay._payloads import CHUNK_BYTES, INLINE_MAX_BYTES, payload_attributes
+from spanreplay.model.payloads import CHUNK_BYTES, INLINE_MAX_BYTES, payload_attributes
 from spanreplay.readers import iter_spans
 
 TEMPO_DEFAULT_MAX_ATTRIBUTE_BYTES = 2048

@@ -26,7 +26,7 @@ import spanreplay
 from fixtures.garbage import JSON, time_limit
 from helpers.paths import THIRD_PARTY
 from spanreplay import SpanReplayError, SpanReplayWarning
-from spanreplay._spans import SpanRecord
+from spanreplay.model.spans import SpanRecord
 from spanreplay.readers import iter_spans, read_file, writers
 
 PROFILE = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

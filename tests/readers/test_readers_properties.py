@@ -16,7 +16,7 @@ from fixtures.garbage import ANY_VALUE, JSON, dumps, mutated, time_limit
 from fixtures.tracedocs import document, span
 from helpers.paths import THIRD_PARTY
 from spanreplay import SpanReplayError, SpanReplayWarning
-from spanreplay._spans import SpanRecord
+from spanreplay.model.spans import SpanRecord
 from spanreplay.readers import read_file
 from spanreplay.readers._base import MalformedTrace
 from spanreplay.readers._otlp_json import any_value

@@ -15,12 +15,12 @@ import pytest
 
 import spanreplay
 from helpers.paths import THIRD_PARTY
-from spanreplay._spans import SpanEventRecord, SpanLinkRecord, SpanRecord
+from spanreplay.model.spans import SpanEventRecord, SpanLinkRecord, SpanRecord
 from spanreplay.readers import iter_spans
 from spanreplay.readers._otlp_json import any_value, key_values
 
 ALL_FILES = sorted(p for p in THIRD_PARTY.rglob("*") if p.is_file() and p.name != "SOURCES.md")
-# The one file that holds model calls of another instrumentation: a foreign run (spanreplay.foreign).
+# The one file that holds model calls of another instrumentation: a foreign run (spanreplay.sources.foreign).
 GENAI = THIRD_PARTY / "jaeger-ui" / "genaiTestTrace.json"
 NO_RUNS = [p for p in ALL_FILES if p != GENAI]
 

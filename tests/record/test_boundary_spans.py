@@ -37,7 +37,7 @@ from opentelemetry.util.types import Attributes
 
 import spanreplay
 from helpers.accelerators import needs_accelerator
-from spanreplay._boundary_spans import BoundarySpan, BoundarySpans
+from spanreplay.recording.boundary_spans import BoundarySpan, BoundarySpans
 
 # Every test here compares boundary spans with the SDK's own: nothing to compare with the accelerator off.
 pytestmark = needs_accelerator("boundary_spans")

@@ -12,10 +12,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import spanreplay
-from spanreplay import _codec, _error_records, _payloads
-from spanreplay import _semconv as sc
-from spanreplay._spans import SpanRecord
+from spanreplay import semconv as sc
 from spanreplay.errors import PayloadIntegrityError, TraceFormatError
+from spanreplay.model import codec as _codec
+from spanreplay.model import error_records as _error_records
+from spanreplay.model import payloads as _payloads
+from spanreplay.model.spans import SpanRecord
 
 # --- chunks ------------------------------------------------------------------------
 

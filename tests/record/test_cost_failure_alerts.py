@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 from opentelemetry.sdk.trace import TracerProvider
 
 import spanreplay
-from spanreplay import _alerts as spanreplay_alerts
-from spanreplay._alerts import ALERT_LOGGER, Launch, launched_run
+from spanreplay.recording import alerts as spanreplay_alerts
+from spanreplay.recording.alerts import ALERT_LOGGER, Launch, launched_run
 
 
 class CardDeclined(RuntimeError):

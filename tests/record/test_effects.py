@@ -27,8 +27,8 @@ from click.testing import CliRunner
 from opentelemetry.sdk.trace import TracerProvider
 
 import spanreplay
-from spanreplay._effects import refuse_live_effect, unfinished_effects
 from spanreplay.cli import EXIT_REPRODUCED, cli
+from spanreplay.replaying.effects import refuse_live_effect, unfinished_effects
 
 EMAIL = "ann.lee@example.com"
 
@@ -306,7 +306,7 @@ def test_an_effect_that_fails_records_its_error_as_the_outcome(trace_dir: Path) 
 def test_only_a_side_effect_that_never_ended_may_lack_an_outcome(trace_dir: Path) -> None:
     import msgspec
 
-    from spanreplay._codec import span_to_event
+    from spanreplay.model.codec import span_to_event
     from spanreplay.readers import iter_spans
 
     @spanreplay.tool(effect=True)
@@ -394,7 +394,7 @@ def test_the_run_totals_count_an_effect_once_and_its_failure(
 
 
 def test_exporting_a_file_with_intents_gives_the_same_rows(pg_dsn: str, trace_dir: Path, tmp_path: Path) -> None:
-    from spanreplay.postgres.backfill import export
+    from spanreplay.recording.postgres.backfill import export
 
     @spanreplay.tool(effect=True)
     def pay(amount: int) -> int:

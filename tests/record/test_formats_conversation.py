@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 import spanreplay
 from fixtures.recordings import lines
 from spanreplay import InputChangedError, PayloadIntegrityError, SpanReplayWarning, TraceFormatError
-from spanreplay._input_refs import InputHistory
+from spanreplay.model.input_refs import InputHistory
 from spanreplay.readers import iter_spans
 
 TURNS = 50

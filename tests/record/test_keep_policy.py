@@ -21,11 +21,11 @@ from hypothesis import strategies as st
 from opentelemetry.sdk.trace import TracerProvider
 
 import spanreplay
-from spanreplay._keep import KeepPolicy, keep_share
-from spanreplay._salts import SALT_DIR, salt_path
 from spanreplay.cli import cli
 from spanreplay.errors import ConfigurationError
 from spanreplay.postgres import PostgresSpanProcessor
+from spanreplay.recording.keep import KeepPolicy, keep_share
+from spanreplay.run.salts import SALT_DIR, salt_path
 
 SHARE = 0.5
 
@@ -96,7 +96,7 @@ def test_another_process_keeps_and_drops_the_same_runs() -> None:
     code = textwrap.dedent(
         """
         import sys
-        from spanreplay._keep import KeepPolicy
+        from spanreplay.recording.keep import KeepPolicy
         ids = [f"run_20260101_000000_{n:08x}" for n in range(400)]
         print("".join("1" if KeepPolicy(0.3).kept_by_share(i) else "0" for i in ids))
         """

@@ -19,7 +19,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind, StatusCode
 
 import spanreplay
-from spanreplay import _semconv as sc
+from spanreplay import semconv as sc
 
 
 class QuotaError(Exception):
@@ -360,27 +360,27 @@ def _attribute_literals(path: Path) -> list[str]:
 
 # The modules of the record and replay path; every other part reads the names from there too.
 _CORE = (
-    "_run.py",
-    "_runs.py",
-    "_recording.py",
-    "_replaying.py",
-    "_calls.py",
-    "_branches.py",
-    "_replay.py",
-    "_codec.py",
-    "_payloads.py",
-    "_error_records.py",
-    "_input_refs.py",
-    "_config.py",
-    "_context.py",
-    "_builtins.py",
-    "_events.py",
-    "_loader.py",
+    "api/runs.py",
+    "run/base.py",
+    "recording/recording_run.py",
+    "replaying/replaying_run.py",
+    "run/calls.py",
+    "run/branches.py",
+    "replaying/engine.py",
+    "model/codec.py",
+    "model/payloads.py",
+    "model/error_records.py",
+    "model/input_refs.py",
+    "recording/configuration.py",
+    "run/context.py",
+    "api/builtins.py",
+    "model/events.py",
+    "api/loading.py",
     "sources/runlog.py",
     "sources/files.py",
     "sources/backends.py",
-    "exporters/_file.py",
-    "exporters/_otlp_json.py",
+    "recording/exporters/_file.py",
+    "recording/exporters/_otlp_json.py",
     "instrumentation/tools.py",
 )
 

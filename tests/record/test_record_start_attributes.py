@@ -14,7 +14,7 @@ import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import spanreplay
-from spanreplay import _semconv as sc
+from spanreplay import semconv as sc
 
 # Stand-ins for what each call fills in, and the attributes every call of key "k" starts with.
 RUN, SEQ, CALL = object(), object(), object()

@@ -32,12 +32,12 @@ from opentelemetry.trace import (
 )
 
 from helpers.otlp_receivers import HttpReceiver
-from spanreplay import _semconv as sc
-from spanreplay._spans import SpanRecord, from_sdk_span
+from spanreplay import semconv as sc
 from spanreplay.exporters import DurableFileSpanProcessor
-from spanreplay.exporters._otlp import OtlpSpanProcessor
-from spanreplay.exporters._otlp_endpoint import build_exporter
+from spanreplay.model.spans import SpanRecord, from_sdk_span
 from spanreplay.readers import _otlp_proto, iter_spans
+from spanreplay.recording.exporters._otlp import OtlpSpanProcessor
+from spanreplay.recording.exporters._otlp_endpoint import build_exporter
 
 RUN_ID = "run_20260101_000000_0123abcd"
 REMOTE = SpanContext(

@@ -24,7 +24,7 @@ from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 
 import spanreplay
-from spanreplay import _semconv as sc
+from spanreplay import semconv as sc
 from spanreplay.cli import cli
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="file names are UTF-16 there, never bytes")

@@ -114,7 +114,7 @@ def test_only_the_step_that_met_the_full_disk_is_lost_and_the_other_run_is_untou
 _SHARED = textwrap.dedent(
     """
     import os, resource, signal, sys
-    from spanreplay.exporters._appends import LineFile
+    from spanreplay.recording.exporters._appends import LineFile
 
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     path = sys.argv[1]

@@ -17,8 +17,8 @@ import pytest
 from opentelemetry.sdk.trace import TracerProvider
 
 import spanreplay
-from spanreplay._private_files import TraceFileLinkError, make_private_dirs
-from spanreplay._salts import SALT_DIR, create_salt, read_salt, salt_path
+from spanreplay.model.private_files import TraceFileLinkError, make_private_dirs
+from spanreplay.run.salts import SALT_DIR, create_salt, read_salt, salt_path
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="symbolic links and O_NOFOLLOW")
 

@@ -27,7 +27,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 import spanreplay
 from helpers.messages_api_server import instrument
 from spanreplay.cli import cli
-from spanreplay.exporters._otlp_json import LineEncoder
+from spanreplay.recording.exporters._otlp_json import LineEncoder
 
 instrumented = pytest.fixture(instrument, name="instrumented")
 MODEL = "claude-haiku-4-5"

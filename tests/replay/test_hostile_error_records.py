@@ -26,9 +26,9 @@ from click.testing import CliRunner
 import spanreplay
 from helpers import steering_errors  # imported before the replay, as a project's helpers are
 from spanreplay import RecordedBaseExceptionError, RecordedError
-from spanreplay import _semconv as sc
-from spanreplay._error_records import decode_error, rebuild_error
+from spanreplay import semconv as sc
 from spanreplay.cli import cli
+from spanreplay.model.error_records import decode_error, rebuild_error
 
 pytest_plugins = ["pytester"]
 
@@ -168,7 +168,7 @@ def test_a_rebuilder_that_returns_a_subclass_of_a_refused_exception_is_refused_t
     try:
         rebuilt = rebuild_error(decode_error(orjson.dumps(hostile_record("mymodule", "Offline", {}))))
     finally:
-        from spanreplay import _error_records
+        from spanreplay.model import error_records as _error_records
 
         _error_records._rebuilders.remove(rebuild)
     assert isinstance(rebuilt, RecordedBaseExceptionError)
@@ -278,7 +278,7 @@ def test_a_rebuilder_that_returns_a_base_exception_is_refused_too() -> None:
     try:
         rebuilt = rebuild_error(decode_error(orjson.dumps(hostile_record("mymodule", "Interrupt", {}))))
     finally:
-        from spanreplay import _error_records
+        from spanreplay.model import error_records as _error_records
 
         _error_records._rebuilders.remove(rebuild)
     assert isinstance(rebuilt, RecordedBaseExceptionError)

@@ -20,7 +20,7 @@ import spanreplay
 from helpers.demo_runs import TRACKED, demo_sdk_restored, final_message, record_demo
 from helpers.messages_api_server import MODEL, MessagesAPIServer, instrument, serve
 from spanreplay import _demo
-from spanreplay._overrides import overrides_from_file
+from spanreplay.replaying.overrides import overrides_from_file
 
 server = pytest.fixture(serve, name="server")
 instrumented = pytest.fixture(instrument, name="instrumented")

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 import spanreplay
-from spanreplay import _semconv as sc
+from spanreplay import semconv as sc
 
 # Which version of the code runs: "old" knows no marker, "new" asks patched("retry-v2").
 CODE = {"version": "old", "real_calls": 0}

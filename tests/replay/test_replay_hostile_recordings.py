@@ -25,7 +25,7 @@ from click.testing import CliRunner
 import spanreplay
 from fixtures.backends import jaeger_trace
 from spanreplay import OutcomeChangedError, RunNotFoundError, SpanReplayWarning, TraceFormatError
-from spanreplay import _semconv as sc
+from spanreplay import semconv as sc
 from spanreplay.cli import cli
 from spanreplay.readers import iter_spans
 

@@ -25,9 +25,9 @@ from opentelemetry.sdk.trace import TracerProvider
 import spanreplay
 from helpers.masking_samples import cards, emails, ibans, ipv4s, phones, ssns
 from helpers.otlp_receivers import HttpReceiver
-from spanreplay import _semconv as sc
-from spanreplay._salts import SALT_DIR, read_salt, salt_path
+from spanreplay import semconv as sc
 from spanreplay.masking import Masker, MaskingConfig, mask
+from spanreplay.run.salts import SALT_DIR, read_salt, salt_path
 
 ANN = "ann.lee@example.com"
 BOB = "bob.stone@example.org"

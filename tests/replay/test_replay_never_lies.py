@@ -25,8 +25,8 @@ import pytest
 from click.testing import CliRunner
 
 import spanreplay
-from spanreplay import _semconv as sc
-from spanreplay._run import RecordingRun
+from spanreplay import semconv as sc
+from spanreplay.api.runs import RecordingRun
 from spanreplay.cli import cli
 
 

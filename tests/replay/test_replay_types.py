@@ -24,10 +24,10 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 import spanreplay
 from fixtures.backends import jaeger_trace, tempo_v2
-from spanreplay import _payloads
-from spanreplay import _semconv as sc
-from spanreplay._typed_registry import REGISTRY
+from spanreplay import semconv as sc
 from spanreplay.masking import MaskingConfig, mask
+from spanreplay.model import payloads as _payloads
+from spanreplay.model.typed_classes import REGISTRY
 from spanreplay.readers import iter_spans
 
 # --- the agent's types ---------------------------------------------------------------------

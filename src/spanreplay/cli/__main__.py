@@ -1,5 +1,5 @@
 """``python -m spanreplay.cli``: the same as the ``spanreplay`` console script."""
 
-from spanreplay.cli import main
+from . import main
 
 main()

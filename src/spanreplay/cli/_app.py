@@ -9,9 +9,10 @@ from typing import Any
 import click
 from rich.text import Text
 
-from .. import __version__
-from ..errors import SpanReplayError
-from ..readers import SpanReplayWarning
+from spanreplay import __version__
+from spanreplay.errors import SpanReplayError
+from spanreplay.readers import SpanReplayWarning
+
 from ._check import check_command
 from ._common import (
     EXIT_INTERNAL,

@@ -16,9 +16,10 @@ from pathlib import Path
 import click
 from rich.text import Text
 
-from .._events import RunSummary
-from ..readers import STDIN
-from ..sources import open_source
+from spanreplay.model.events import RunSummary
+from spanreplay.readers import STDIN
+from spanreplay.sources import open_source
+
 from ._check_processes import fresh_processes, replay_in_fresh_process
 from ._check_run import COMPLETED, DIVERGED, ERROR, REPRODUCED, Verdict
 from ._check_select import STATUSES, parse_since, select_runs

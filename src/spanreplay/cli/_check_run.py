@@ -23,10 +23,12 @@ from typing import Any
 import click
 import orjson
 
-from .. import _semconv as sc
-from .._events import EventLog
-from .._run import ReplayingRun, replay
-from ..errors import ReplayDivergenceError, SpanReplayError
+from spanreplay import semconv as sc
+from spanreplay.api.runs import replay
+from spanreplay.errors import ReplayDivergenceError, SpanReplayError
+from spanreplay.model.events import EventLog
+from spanreplay.replaying.replaying_run import ReplayingRun
+
 from ._replay import call_entry, cwd_on_path, failing_step, load_entry, never_asked, script_errors
 
 __all__ = ["COMPLETED", "DIVERGED", "ERROR", "REPRODUCED", "Verdict", "judge", "main", "replay_one"]

@@ -8,8 +8,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Final
 
-from .. import _semconv as sc
-from .._events import RunSummary
+from spanreplay import semconv as sc
+from spanreplay.model.events import RunSummary
+
 from ._common import BadInput
 
 __all__ = ["STATUSES", "Selection", "parse_since", "select_runs"]

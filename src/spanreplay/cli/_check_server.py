@@ -36,7 +36,7 @@ __all__ = ["main"]
 
 def _prepare() -> None:
     try:
-        from .._config import masker
+        from spanreplay.recording.settings import masker
 
         masker()
     except Exception:  # a run builds what it needs itself, and says what went wrong then
@@ -46,7 +46,7 @@ def _prepare() -> None:
         # the agent's, so every run forks with it imported instead of importing it again.
         import anthropic  # noqa: F401
 
-        from ..instrumentation import anthropic as _instrumentation  # noqa: F401
+        from spanreplay.instrumentation import anthropic as _instrumentation  # noqa: F401
     except Exception:
         pass
 

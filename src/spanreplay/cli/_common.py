@@ -17,7 +17,7 @@ from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
-from .._events import RunSummary
+from spanreplay.model.events import RunSummary
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import TracerProvider

@@ -11,11 +11,12 @@ from pathlib import Path
 
 import click
 
-from .. import _semconv as sc
-from .._spans import SpanRecord
-from ..errors import RunNotFoundError, TraceFormatError
-from ..readers import MalformedTrace, iter_spans, writers
-from ..sources import backends as _backends
+from spanreplay import semconv as sc
+from spanreplay.errors import RunNotFoundError, TraceFormatError
+from spanreplay.model.spans import SpanRecord
+from spanreplay.readers import MalformedTrace, iter_spans, writers
+from spanreplay.sources import backends as _backends
+
 from ._common import BadInput, console
 
 FORMATS = ("otlp-json", "otlp-proto")

@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ..cost import (
+from spanreplay.cost import (
     DEFAULT_FACTOR,
     GROUPINGS,
     CostReport,
@@ -24,6 +24,7 @@ from ..cost import (
     show_command,
     summarize,
 )
+
 from ._common import console, format_time, format_usd, prices_option, print_json, printable
 
 if TYPE_CHECKING:

@@ -26,7 +26,8 @@ def upgrade_command(dsn: str, show_sql: bool) -> None:
     The tables go in the first schema of the connection's search_path; pick
     another with postgresql://.../db?options=-csearch_path%3Dagents.
     """
-    from ..postgres import MIGRATIONS, describe, upgrade
+    from spanreplay.sources.postgres.connect import describe
+    from spanreplay.sources.postgres.schema import MIGRATIONS, upgrade
 
     out = console()
     if show_sql:
@@ -50,8 +51,8 @@ def upgrade_command(dsn: str, show_sql: bool) -> None:
 @click.argument("dsn")
 def status_command(dsn: str) -> None:
     """Print the schema version of DSN and whether it needs `spanreplay db upgrade`."""
-    from ..postgres import LATEST, describe, version
-    from ..postgres.schema import missing_schema_message
+    from spanreplay.sources.postgres.connect import describe
+    from spanreplay.sources.postgres.schema import LATEST, missing_schema_message, version
 
     _check_dsn(dsn)
     found = version(dsn)

@@ -11,10 +11,11 @@ from types import ModuleType
 import click
 from rich.text import Text
 
-from .._alerts import ALERT_LOGGER
-from .._config import configure
-from .._loader import runs
-from .._run import record, replay
+from spanreplay.api.loading import runs
+from spanreplay.api.runs import record, replay
+from spanreplay.recording.alerts import ALERT_LOGGER
+from spanreplay.recording.configuration import configure
+
 from ._common import EXIT_REPRODUCED, CliState, console, preview, print_runs
 from ._replay import failing_step, run_entry
 
@@ -43,7 +44,7 @@ def demo_command(state: CliState, trace_dir: Path) -> None:
     timeout at the same step without a model call or a real tool call.
     """
     # Imported here: the agent imports the Anthropic SDK, which the other commands do not need.
-    from .. import _demo
+    from spanreplay import _demo
 
     out = console()
     configure(service_name="spanreplay-demo", trace_dir=trace_dir, tracer_provider=state.tracer_provider)

@@ -10,9 +10,10 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from .._loader import load
-from .._run_diff import MAX_DIFF_LINES, Part, RunCost, RunDiff, StepDiff, diff_runs, json_lines
-from ..cost import price_table
+from spanreplay.api.loading import load
+from spanreplay.cost import price_table
+from spanreplay.replaying.run_diff import MAX_DIFF_LINES, Part, RunCost, RunDiff, StepDiff, diff_runs, json_lines
+
 from ._common import EXIT_BAD_INPUT, EXIT_OK, console, format_usd, prices_option, print_json
 
 # The runs differ: not an error, a verdict (like diff(1)).

@@ -23,8 +23,8 @@ def export_command(source: str, dsn: str, batch_size: int) -> None:
     """
     if not dsn.startswith(("postgresql://", "postgres://")):
         raise BadInput(f"{dsn!r} is not a Postgres DSN; write postgresql://USER@HOST:PORT/DATABASE.")
-    from ..postgres import describe
-    from ..postgres.backfill import export
+    from spanreplay.recording.postgres.backfill import export
+    from spanreplay.sources.postgres.connect import describe
 
     result = export(source, dsn, batch_size=batch_size)
     console().print(

@@ -13,12 +13,13 @@ from pathlib import Path
 
 import click
 
-from .. import _semconv as sc
-from .._events import EventLog
-from .._loader import load
-from .._trace_paths import checked_run_id, path_inside
-from ..errors import UnsafeTraceValueError
-from ..readers import writers
+from spanreplay import semconv as sc
+from spanreplay.api.loading import load
+from spanreplay.errors import UnsafeTraceValueError
+from spanreplay.model.events import EventLog
+from spanreplay.model.run_ids import checked_run_id, path_inside
+from spanreplay.readers import writers
+
 from ._common import BadInput, console
 from ._convert import CountedSpans, select_spans, write_spans
 from ._replay import cwd_on_path, failing_step, load_entry

@@ -14,9 +14,10 @@ import click
 import orjson
 from rich.text import Text
 
-from .._config import configure, settings
-from .._fork import ForkingRun, fork
-from ..errors import ReplayDivergenceError
+from spanreplay.errors import ReplayDivergenceError
+from spanreplay.recording.configuration import configure, settings
+from spanreplay.replaying.forking_run import ForkingRun, fork
+
 from ._common import EXIT_BAD_INPUT, EXIT_DIVERGED, EXIT_INTERNAL, EXIT_OK, BadInput, CliState, console, error_console
 from ._overrides import override_options, parse_overrides
 from ._replay import call_entry, cwd_on_path, load_entry

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import click
 
-from ..lint import RULES, lint_paths
+from spanreplay.lint import RULES, lint_paths
+
 from ._common import print_json
 
 _EXIT_FOUND = 1

@@ -9,8 +9,9 @@ from typing import Any, TypeVar
 import click
 import orjson
 
-from .._overrides import exception_from_text
-from ..errors import ConfigurationError
+from spanreplay.errors import ConfigurationError
+from spanreplay.replaying.overrides import exception_from_text
+
 from ._common import BadInput
 
 __all__ = ["override_options", "parse_overrides"]

@@ -23,16 +23,17 @@ from typing import IO, Any, Final
 import click
 import orjson
 
-from .. import _semconv as sc
-from .._loader import runs as read_runs
-from .._salts import SALT_DIR, salt_path
-from .._trace_paths import checked_run_id, path_inside
-from ..errors import TraceFormatError, UnsafeTraceValueError
-from ..readers import Damage, SpanReplayWarning, expand, listed_damage, read_file
-from ..readers._json_lines import BOM
-from ..readers._sources import GZIP_MAGIC
-from ..readers._zstd import MAGIC as ZSTD_MAGIC
-from ..sources.runlog import RUN_MARKER
+from spanreplay import semconv as sc
+from spanreplay.api.loading import runs as read_runs
+from spanreplay.errors import TraceFormatError, UnsafeTraceValueError
+from spanreplay.model.run_ids import checked_run_id, path_inside
+from spanreplay.readers import Damage, SpanReplayWarning, expand, listed_damage, read_file
+from spanreplay.readers._json_lines import BOM
+from spanreplay.readers._sources import GZIP_MAGIC
+from spanreplay.readers._zstd import MAGIC as ZSTD_MAGIC
+from spanreplay.run.salts import SALT_DIR, salt_path
+from spanreplay.sources.runlog import RUN_MARKER
+
 from ._common import BadInput, console, printable, warn
 
 _DURATION: Final = re.compile(r"^\s*(\d{1,6})\s*([smhdw])\s*$")
@@ -136,7 +137,7 @@ def prune_command(source: str, success: str, failure: str, dry_run: bool) -> Non
 
 
 def _prune_postgres(dsn: str, policy: Policy, dry_run: bool) -> tuple[list[_Removal], int]:
-    from ..postgres import retention
+    from spanreplay.recording.postgres import retention
 
     oldest = policy.oldest_kept
     found = retention.candidates(dsn, older_id=f"run_{oldest:%Y%m%d_%H%M%S}", older_than=oldest)

@@ -30,9 +30,10 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, InstrumentationSc
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span, Status
 
-from .. import _semconv as sc
-from .._spans import SpanRecord
-from ..readers import iter_spans
+from spanreplay import semconv as sc
+from spanreplay.model.spans import SpanRecord
+from spanreplay.readers import iter_spans
+
 from ._common import BadInput, console
 
 PROTOCOLS: Final = ("http/protobuf", "grpc")
@@ -407,7 +408,7 @@ def _failure(failed: PushFailed, batch: list[SpanRecord], sender: _Sender, resul
 
 
 def _missing_runs(source: str, missing: list[str], result: _Result) -> None:
-    from .._loader import runs
+    from spanreplay.api.loading import runs
 
     found = [r.run_id for r in runs(source)]
     listed = ", ".join(found[-5:]) if found else "none"

@@ -16,12 +16,14 @@ from typing import Any, Literal
 import click
 from rich.text import Text
 
-from .. import _semconv as sc
-from .._breakpoints import DIVERGENCE
-from .._error_records import rebuild_error, register_error_rebuilder
-from .._events import ErrorInfo, Event, EventLog
-from .._run import ReplayingRun, replay
-from ..errors import LeftoverEventsError, RecordedError, ReplayDivergenceError, UnfinishedEffectError
+from spanreplay import semconv as sc
+from spanreplay.api.runs import replay
+from spanreplay.errors import LeftoverEventsError, RecordedError, ReplayDivergenceError, UnfinishedEffectError
+from spanreplay.model.error_records import rebuild_error, register_error_rebuilder
+from spanreplay.model.events import ErrorInfo, Event, EventLog
+from spanreplay.replaying.breakpoints import DIVERGENCE
+from spanreplay.replaying.replaying_run import ReplayingRun
+
 from ._common import (
     EXIT_BAD_INPUT,
     EXIT_DIVERGED,

@@ -8,12 +8,13 @@ from pathlib import Path
 
 import click
 
-from .._config import masker
-from .._events import EventLog
-from .._loader import load
-from .._run import ReplayingRun
-from ..cost import Replayed, price_table, render_run, step_costs
-from ..errors import ReplayDivergenceError
+from spanreplay.api.loading import load
+from spanreplay.cost import Replayed, price_table, render_run, step_costs
+from spanreplay.errors import ReplayDivergenceError
+from spanreplay.model.events import EventLog
+from spanreplay.recording.settings import masker
+from spanreplay.replaying.replaying_run import ReplayingRun
+
 from ._common import BadInput, console, format_usd, prices_option
 from ._replay import call_entry, cwd_on_path, failing_step, load_entry
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import click
 
-from .._keep import policy_in_force
-from .._loader import runs
+from spanreplay.api.loading import runs
+from spanreplay.recording.keep import policy_in_force
+
 from ._common import console, print_json, print_runs
 
 

@@ -13,10 +13,11 @@ from rich.json import JSON
 from rich.table import Table
 from rich.text import Span, Text
 
-from .. import _semconv as sc
-from .._events import ErrorInfo, Event, EventLog, RunInfo
-from .._loader import load
-from ..foreign import INSTRUMENTATION, step_note
+from spanreplay import semconv as sc
+from spanreplay.api.loading import load
+from spanreplay.model.events import ErrorInfo, Event, EventLog, RunInfo
+from spanreplay.sources.foreign import INSTRUMENTATION, step_note
+
 from ._common import (
     MIN_PREVIEW,
     BadInput,

@@ -26,25 +26,17 @@ from typing import Any, Final
 
 import orjson
 
-from .. import _codec
-from .. import _semconv as sc
-from .._spans import STATUS_ERROR, SpanRecord
-from ..sources import SpanSource, open_source
-from ._prices import Usage
+from spanreplay import semconv as sc
+from spanreplay.model import codec as _codec
+from spanreplay.model.spans import STATUS_ERROR, SpanRecord
+from spanreplay.model.usage import Usage, count_of, model_of, usage_of
+from spanreplay.sources import SpanSource, open_source
 
 __all__ = ["CallCollector", "CallSource", "ModelCall", "RunFacts", "read_calls"]
 
 # Operation names of model calls in the GenAI conventions (count_tokens is free: not one).
 _MODEL_OPERATIONS: Final = frozenset({"chat", "text_completion", "generate_content"})
 # The conventions' names before input/output tokens (still written by older instrumentations).
-_OLD_INPUT: Final = "gen_ai.usage.prompt_tokens"
-_OLD_OUTPUT: Final = "gen_ai.usage.completion_tokens"
-# OpenInference's span kind and token counts (Arize Phoenix's instrumentors).
-_OPENINFERENCE_KIND: Final = "openinference.span.kind"
-_OI_INPUT: Final = "llm.token_count.prompt"
-_OI_OUTPUT: Final = "llm.token_count.completion"
-_OI_CACHE_READ: Final = "llm.token_count.prompt_details.cache_read"
-_OI_CACHE_WRITE: Final = "llm.token_count.prompt_details.cache_write"
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,7 +164,7 @@ class CallCollector:
             seq: int | None = None
             outside = False
             if sc.CALL_ID in span.attributes and isinstance(run_id, str):
-                seq = _int(span.attributes.get(sc.SEQ))
+                seq = count_of(span.attributes.get(sc.SEQ))
             else:
                 owner, inside_model_call = _owner(self._parents, self._trace_runs, key)
                 if inside_model_call:
@@ -202,11 +194,16 @@ def _looks_like_model_call(attributes: Mapping[str, Any]) -> bool:
     # Foreign spans may hold any attribute value, lists included: test before hashing.
     if isinstance(operation, str) and operation in _MODEL_OPERATIONS:
         return True
-    if attributes.get(_OPENINFERENCE_KIND) == "LLM":
+    if attributes.get(sc.OPENINFERENCE_SPAN_KIND) == "LLM":
         return True
     return any(
         name in attributes
-        for name in (sc.GEN_AI_USAGE_INPUT_TOKENS, sc.GEN_AI_USAGE_OUTPUT_TOKENS, _OLD_INPUT, _OLD_OUTPUT)
+        for name in (
+            sc.GEN_AI_USAGE_INPUT_TOKENS,
+            sc.GEN_AI_USAGE_OUTPUT_TOKENS,
+            sc.GEN_AI_USAGE_PROMPT_TOKENS,
+            sc.GEN_AI_USAGE_COMPLETION_TOKENS,
+        )
     )
 
 
@@ -273,73 +270,6 @@ def _input_digest(attributes: Mapping[str, Any], payload_digest: Any) -> str | N
     return digest if isinstance(digest, str) else None
 
 
-def model_of(attributes: Mapping[str, Any], span_name: str = "") -> str:
-    """The model that answered (the response's), else the one asked for, else the span's key or name."""
-    for name in (sc.GEN_AI_RESPONSE_MODEL, sc.GEN_AI_REQUEST_MODEL, sc.KEY, "llm.model_name"):
-        value = attributes.get(name)
-        if isinstance(value, str) and value:
-            return value
-    _, _, rest = span_name.partition(" ")
-    return rest or span_name or "unknown"
-
-
-def usage_of(attributes: Mapping[str, Any]) -> Usage | None:
-    """A call's tokens from its span attributes, or None when the span names no token counts.
-
-    The conventions count cached tokens in ``gen_ai.usage.input_tokens``; an
-    instrumentation that reports fewer input tokens than cache reads and writes
-    together follows Anthropic's own split instead, and its input is taken as
-    the uncached part.
-    """
-    total = _first_int(attributes, sc.GEN_AI_USAGE_INPUT_TOKENS, _OLD_INPUT, _OI_INPUT)
-    output = _first_int(attributes, sc.GEN_AI_USAGE_OUTPUT_TOKENS, _OLD_OUTPUT, _OI_OUTPUT)
-    if total is None and output is None:
-        return None
-    read = _first_int(attributes, sc.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS, _OI_CACHE_READ) or 0
-    written = (
-        _first_int(
-            attributes,
-            sc.GEN_AI_USAGE_CACHE_WRITE_INPUT_TOKENS,
-            sc.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS,
-            _OI_CACHE_WRITE,
-        )
-        or 0
-    )
-    total = total or 0
-    uncached = total - read - written if total >= read + written else total
-    written_1h = _int(attributes.get(sc.ANTHROPIC_USAGE_CACHE_WRITE_1H_INPUT_TOKENS)) or 0
-    return Usage(
-        input=uncached,
-        output=output or 0,
-        cache_read=read,
-        cache_write=written,
-        cache_write_1h=min(written_1h, written),
-        batch=attributes.get(sc.ANTHROPIC_USAGE_SERVICE_TIER) == "batch",
-    )
-
-
-def _first_int(attributes: Mapping[str, Any], *names: str) -> int | None:
-    """The first of ``names`` that holds a token count (the conventions' names, then older ones)."""
-    for name in names:
-        found = _int(attributes.get(name))
-        if found is not None:
-            return found
-    return None
-
-
-def _int(value: Any) -> int | None:
-    # OTLP/JSON writes 64-bit integers as strings; readers may hand them over either way.
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return max(value, 0)
-    if isinstance(value, float) and value.is_integer():
-        return max(int(value), 0)
-    if isinstance(value, str) and value.isdecimal() and len(value) < 19:
-        return int(value)
-    return None
-
-
 def _number(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
@@ -361,8 +291,8 @@ _STEPS_SQL: Final = (
 def _from_postgres(dsn: str) -> CallSource:
     import psycopg
 
-    from ..postgres.connect import connect, failure
-    from ..postgres.rows import read_status
+    from spanreplay.sources.postgres.connect import connect, failure
+    from spanreplay.sources.postgres.rows import read_status
 
     with connect(dsn) as conn:
         conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ

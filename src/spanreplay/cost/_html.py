@@ -20,11 +20,12 @@ from typing import Any, Final
 
 import orjson
 
-from .. import _semconv as sc
-from .._events import Event, EventLog
-from ..masking import Masker
-from ._calls import model_of, usage_of
-from ._prices import PriceTable, Usage
+from spanreplay import semconv as sc
+from spanreplay.masking import Masker
+from spanreplay.model.events import Event, EventLog
+from spanreplay.model.usage import Usage, model_of, usage_of
+
+from ._prices import PriceTable
 
 __all__ = ["KIND_COLORS", "Replayed", "StepCost", "render_run", "step_costs"]
 

@@ -11,7 +11,8 @@ import os
 from datetime import UTC, date, datetime, timedelta
 from typing import TYPE_CHECKING, Final
 
-from ..errors import ConfigurationError
+from spanreplay.errors import ConfigurationError
+
 from ._summary import CostReport
 from ._totals import Totals
 

@@ -32,8 +32,9 @@ from typing import Any, Final
 
 import orjson
 
-from .._environment import environment
-from ..errors import ConfigurationError
+from spanreplay._environment import environment
+from spanreplay.errors import ConfigurationError
+from spanreplay.model.usage import Usage
 
 __all__ = [
     "PRICES_ENV",
@@ -63,50 +64,6 @@ _PRICE_FIELDS: Final = ("input", "output", "cache_write_5m", "cache_write_1h", "
 _MODEL_KEYS: Final = frozenset({*_PRICE_FIELDS, "batch", "long_prompt", "earlier"})
 _TOP_KEYS: Final = frozenset({"as_of", "batch", "models", "replace"})
 _FIX: Final = "see docs/cost.md for the form of a price file"
-
-
-@dataclass(frozen=True, slots=True)
-class Usage:
-    """One call's tokens, split the way Anthropic bills them.
-
-    ``input`` is the uncached input; cache reads and writes are counted apart,
-    so ``prompt`` (all three) is what the GenAI conventions call input tokens.
-    """
-
-    input: int = 0
-    output: int = 0
-    cache_read: int = 0
-    # Every cache write; ``cache_write_1h`` says how many of them went to the 1-hour cache.
-    cache_write: int = 0
-    cache_write_1h: int = 0
-    batch: bool = False
-
-    @property
-    def prompt(self) -> int:
-        return self.input + self.cache_read + self.cache_write
-
-    @property
-    def total(self) -> int:
-        return self.prompt + self.output
-
-    @classmethod
-    def from_api(cls, usage: Mapping[str, Any]) -> Usage:
-        """The usage object of a Messages API response, as JSON."""
-        written = _count(usage.get("cache_creation_input_tokens"))
-        breakdown = usage.get("cache_creation")
-        written_1h = _count(breakdown.get("ephemeral_1h_input_tokens")) if isinstance(breakdown, Mapping) else 0
-        return cls(
-            input=_count(usage.get("input_tokens")),
-            output=_count(usage.get("output_tokens")),
-            cache_read=_count(usage.get("cache_read_input_tokens")),
-            cache_write=written,
-            cache_write_1h=min(written_1h, written),
-            batch=usage.get("service_tier") == "batch",
-        )
-
-
-def _count(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
 @dataclass(frozen=True, slots=True)

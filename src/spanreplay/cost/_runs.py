@@ -6,10 +6,11 @@ import dataclasses
 import os
 from collections.abc import Iterable
 
-from .._events import RunSummary
-from ..errors import ConfigurationError
-from ..readers import warn
-from ..sources import SpanSource, open_source
+from spanreplay.errors import ConfigurationError
+from spanreplay.model.events import RunSummary
+from spanreplay.readers import warn
+from spanreplay.sources import SpanSource, open_source
+
 from ._calls import CallCollector, ModelCall, read_calls
 from ._prices import PriceTable, builtin_prices, price_table
 from ._totals import Totals, price_calls

@@ -1,5 +1,5 @@
 """Exporters: the durable per-run trace file (and, per backend, more)."""
 
-from ._file import DurableFileSpanProcessor
+from spanreplay.recording.exporters._file import DurableFileSpanProcessor
 
 __all__ = ["DurableFileSpanProcessor"]

@@ -6,9 +6,9 @@ Everything Postgres now lives in ``spanreplay.postgres``: import
 
 import warnings
 
-from ..postgres.exporter import DSN_VARIABLE, MODE_VARIABLE, attach
-from ..postgres.processor import PostgresSpanProcessor
-from ..postgres.writes import PostgresExportStats
+from spanreplay.recording.postgres.exporter import DSN_VARIABLE, MODE_VARIABLE, attach
+from spanreplay.recording.postgres.processor import PostgresSpanProcessor
+from spanreplay.recording.postgres.writes import PostgresExportStats
 
 __all__ = ["DSN_VARIABLE", "MODE_VARIABLE", "PostgresExportStats", "PostgresSpanProcessor", "attach"]
 

@@ -7,11 +7,11 @@ import inspect
 from collections.abc import Callable
 from typing import Any, TypeVar, overload
 
-from .. import _semconv as sc
-from .._effects import EFFECT_ATTRIBUTES
-from .._run import Mode, run_for_boundary
-from .._tool_links import answered
-from .._typed_hints import ReturnDecoder
+from spanreplay import semconv as sc
+from spanreplay.model.tool_links import answered
+from spanreplay.model.typed_hints import ReturnDecoder
+from spanreplay.replaying.effects import EFFECT_ATTRIBUTES
+from spanreplay.run.base import Mode, run_for_boundary
 
 F = TypeVar("F", bound=Callable[..., Any])
 _REPLAY = Mode.REPLAY

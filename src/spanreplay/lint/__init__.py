@@ -15,7 +15,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import ConfigurationError
+from spanreplay.errors import ConfigurationError
+
 from ._config import LintConfig, check_rules, config_for, load_config
 from ._fix import apply_edits
 from ._rules import PARSE_ERROR, RULES, Rule

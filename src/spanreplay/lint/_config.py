@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from typing import Any, Final
 
-from ..errors import ConfigurationError
+from spanreplay.errors import ConfigurationError
+
 from ._rules import is_rule_selector
 
 __all__ = ["LintConfig", "check_rules", "config_for", "load_config"]

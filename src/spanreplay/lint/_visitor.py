@@ -28,7 +28,7 @@ from ._rules import RULES, SR103, Target, target_for
 __all__ = ["Edit", "Finding", "ModuleScan", "noqa_codes", "package_of", "scan", "split_lines"]
 
 _TOOL: Final = frozenset({"spanreplay.tool", "spanreplay.instrumentation.tools.tool"})
-_BOUNDARY: Final = frozenset({"spanreplay.boundary", "spanreplay._run.boundary"})
+_BOUNDARY: Final = frozenset({"spanreplay.boundary", "spanreplay.api.runs.boundary"})
 _UTC: Final = frozenset({"datetime.UTC", "datetime.timezone.utc"})
 # The argument of boundary(kind, key, input, fn) that holds the real work.
 _BOUNDARY_FN_INDEX: Final = 3

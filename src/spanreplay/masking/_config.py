@@ -6,8 +6,9 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Final, Literal
 
-from .._environment import environment
-from ..errors import ConfigurationError
+from spanreplay._environment import environment
+from spanreplay.errors import ConfigurationError
+
 from ._builtin import builtin_detectors
 from ._detector import Detector
 from ._rules import DEFAULT_FIELD_NAMES, FieldNames, PathRule

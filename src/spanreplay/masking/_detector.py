@@ -22,7 +22,8 @@ import warnings
 from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol, runtime_checkable
 
-from ..errors import ConfigurationError
+from spanreplay.errors import ConfigurationError
+
 from ._hints import OLD_HINTS, DetectorHints, PatternHints, combined, derived
 from ._regex import shape_of
 

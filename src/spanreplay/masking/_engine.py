@@ -25,7 +25,8 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-from ..errors import ConfigurationError
+from spanreplay.errors import ConfigurationError
+
 from ._detector import Detector, Pattern, RegexDetector, Window
 from ._hints import hints_of
 from ._regex import holds_digit, widest

@@ -23,7 +23,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Final
 
-from ..errors import ConfigurationError
+from spanreplay.errors import ConfigurationError
+
 from ._regex import first_characters, shape_of
 
 __all__ = [

@@ -33,7 +33,8 @@ from typing import Any, Final
 
 import orjson
 
-from ..errors import ConfigurationError
+from spanreplay.errors import ConfigurationError
+
 from ._bytes import B, masked_bytes
 from ._config import MaskingConfig
 from ._detector import Detector, warn_old_hints

@@ -20,8 +20,9 @@ from typing import Any, Final, Literal
 
 import orjson
 
-from .. import _jsonpath
-from ..errors import ConfigurationError
+from spanreplay.errors import ConfigurationError
+from spanreplay.model import jsonpath as _jsonpath
+
 from ._pseudonyms import Pseudonyms, is_placeholder, label_of
 
 __all__ = [

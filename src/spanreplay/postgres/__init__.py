@@ -1,34 +1,32 @@
-"""Runs kept in Postgres: the schema and its migrations, the exporter that writes rows as an
-agent runs, reading runs back (a source of ``spanreplay.sources``), importing trace files.
+"""Runs kept in Postgres: the public face of the reading and the writing side.
 
-- ``schema``: the tables and their migrations (``spanreplay db upgrade``);
-- ``processor`` and ``exporter``: the span processor ``configure(postgres=...)`` adds;
-- ``rows``: spans to rows and rows back to events, shared by the writers and the reader;
-- ``source``: ``load()`` and ``runs()`` from a DSN;
-- ``backfill``: trace files into the tables (``spanreplay export``);
-- ``retention``: deleting old runs (``spanreplay prune``);
-- ``connect``: connections, and the errors that name the database and the fix;
-- ``notices``: what the writer logs about its rows, each sentence with the fix.
+Reading (a source of ``spanreplay.sources``) lives in ``spanreplay.sources.postgres``:
+``connect`` (connections, and errors that name the database and the fix), ``schema``
+(the tables and their migrations, ``spanreplay db upgrade``), ``rows`` and ``source``
+(``load()`` and ``runs()`` from a DSN). Writing lives in ``spanreplay.recording.postgres``:
+``processor`` and ``exporter`` (what ``configure(postgres=...)`` adds), ``writes``,
+``notices``, ``backfill`` (``spanreplay export``) and ``retention`` (``spanreplay prune``).
+Code inside spanreplay imports from those modules, never from here.
 """
 
 try:
     import psycopg as _psycopg  # noqa: F401
     import psycopg_pool as _psycopg_pool  # noqa: F401
 except ImportError as _exc:  # an optional dependency: say how to get it
-    from ..errors import ConfigurationError
+    from spanreplay.errors import ConfigurationError
 
     raise ConfigurationError(
         f"Keeping runs in Postgres needs psycopg 3 and psycopg_pool ({_exc.name} is not installed); "
         "install them with: pip install 'spanreplay[postgres]'."
     ) from None
 
-from ..errors import PostgresError
-from .connect import describe, is_postgres_dsn
-from .exporter import COMMIT_VARIABLE, DSN_VARIABLE, MODE_VARIABLE, attach
-from .processor import PostgresSpanProcessor
-from .schema import LATEST, MIGRATIONS, Migration, upgrade, version
-from .source import PostgresSource, load, runs
-from .writes import PostgresExportStats
+from spanreplay.errors import PostgresError
+from spanreplay.recording.postgres.exporter import COMMIT_VARIABLE, DSN_VARIABLE, MODE_VARIABLE, attach
+from spanreplay.recording.postgres.processor import PostgresSpanProcessor
+from spanreplay.recording.postgres.writes import PostgresExportStats
+from spanreplay.sources.postgres.connect import describe, is_postgres_dsn
+from spanreplay.sources.postgres.schema import LATEST, MIGRATIONS, Migration, upgrade, version
+from spanreplay.sources.postgres.source import PostgresSource, load, runs
 
 __all__ = [
     "COMMIT_VARIABLE",

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
-from .._semconv import RUN_ID
+from spanreplay.semconv import RUN_ID
 
 # The run-id attribute as OTLP/JSON writes it; whitespace allowed where a
 # pretty-printer would put it. The id must be closed by its quote: a cut id names

@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from .._spans import SpanEventRecord, SpanLinkRecord, SpanRecord
+from spanreplay.model.spans import SpanEventRecord, SpanLinkRecord, SpanRecord
+
 from ._base import MalformedTrace, array, base64_bytes, integer, number, obj, text, timestamp
 
 _KINDS = {"unspecified": 0, "internal": 1, "server": 2, "client": 3, "producer": 4, "consumer": 5}

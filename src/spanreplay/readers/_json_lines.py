@@ -24,8 +24,9 @@ from typing import IO, Any
 
 import orjson
 
-from .._spans import SpanRecord
-from ..errors import TraceFormatError
+from spanreplay.errors import TraceFormatError
+from spanreplay.model.spans import SpanRecord
+
 from . import _otlp_json_typed
 from ._base import Incomplete, MalformedTrace, NotATrace, warn
 from ._damage import Damage, DamageHook, runs_named

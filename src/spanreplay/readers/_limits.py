@@ -19,8 +19,8 @@ import re
 from dataclasses import dataclass
 from typing import IO, Any, Final
 
-from .._environment import byte_size, environment
-from ..errors import ConfigurationError
+from spanreplay._environment import byte_size, environment
+from spanreplay.errors import ConfigurationError
 
 # Lines of a trace file run to tens of kilobytes: read through a buffer of a megabyte.
 BUFFER: Final = 1 << 20

@@ -14,7 +14,7 @@ import os
 import re
 from pathlib import Path
 
-from ..errors import TraceFormatError
+from spanreplay.errors import TraceFormatError
 
 STDIN = "-"
 STDIN_NAME = "<stdin>"

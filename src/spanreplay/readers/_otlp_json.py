@@ -13,7 +13,8 @@ import binascii
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from .._spans import SpanEventRecord, SpanLinkRecord, SpanRecord
+from spanreplay.model.spans import SpanEventRecord, SpanLinkRecord, SpanRecord
+
 from ._base import MalformedTrace, array, base64_bytes, count, integer, number, obj, text, timestamp
 
 KIND_NAMES = {

@@ -24,7 +24,8 @@ from typing import Annotated, Any
 import msgspec
 from msgspec import UNSET, Meta, Struct, UnsetType
 
-from .._spans import SpanEventRecord, SpanLinkRecord, SpanRecord
+from spanreplay.model.spans import SpanEventRecord, SpanLinkRecord, SpanRecord
+
 from ._base import MalformedTrace, base64_bytes, number, timestamp
 from ._otlp_json import KIND_NAMES, MAX_DEPTH, STATUS_NAMES, all_hex, enum_value, hex_id
 

@@ -16,7 +16,8 @@ from typing import Any
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, TracesData
 
-from .._spans import SpanEventRecord, SpanLinkRecord, SpanRecord
+from spanreplay.model.spans import SpanEventRecord, SpanLinkRecord, SpanRecord
+
 from ._base import MalformedTrace
 from ._otlp_json import MAX_DEPTH
 

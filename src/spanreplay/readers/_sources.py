@@ -36,9 +36,10 @@ from typing import IO, Any
 
 import orjson
 
-from .._semconv import RUN_ID
-from .._spans import SpanRecord
-from ..errors import TraceFormatError
+from spanreplay.errors import TraceFormatError
+from spanreplay.model.spans import SpanRecord
+from spanreplay.semconv import RUN_ID
+
 from . import _otlp_proto, _records
 from ._base import Incomplete, MalformedTrace, NotATrace, warn
 from ._damage import Damage, DamageHook

@@ -12,8 +12,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from .._spans import SpanRecord
-from ..errors import TraceFormatError
+from spanreplay.errors import TraceFormatError
+from spanreplay.model.spans import SpanRecord
+
 from . import _jaeger_json, _otlp_json
 from ._base import Incomplete, MalformedTrace, NotATrace
 

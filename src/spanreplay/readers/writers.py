@@ -19,7 +19,8 @@ import zstandard
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, TracesData
 
-from .._spans import SpanRecord
+from spanreplay.model.spans import SpanRecord
+
 from ._base import MalformedTrace
 
 # Spans per written batch (one JSON line, one proto record): the Collector's batch processor default.

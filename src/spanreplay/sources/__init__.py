@@ -3,7 +3,7 @@
 ``open_source`` (``registry``) turns what the user typed into a ``Source``
 (``protocol``): trace files and stdin (``files``, through the format readers of
 ``spanreplay.readers``), Jaeger and Tempo (``backends``), Postgres
-(``spanreplay.postgres.source``). Span sources build their EventLogs and run
+(``spanreplay.sources.postgres.source``). Span sources build their EventLogs and run
 listings with ``runlog``. ``spanreplay.load()`` and ``spanreplay.runs()`` and
 the CLI read every source through here; ``runs()`` gets its cost columns from
 ``spanreplay.cost``.

@@ -32,13 +32,14 @@ from typing import Any, Final
 
 import orjson
 
-from .. import _semconv as sc
-from .._environment import environment
-from .._events import EventLog, RunSummary
-from .._spans import SpanRecord
-from ..errors import RunNotFoundError, TraceFormatError
-from ..foreign import foreign_log
-from ..readers import Incomplete, MalformedTrace, document_spans
+from spanreplay import semconv as sc
+from spanreplay._environment import environment
+from spanreplay.errors import RunNotFoundError, TraceFormatError
+from spanreplay.model.events import EventLog, RunSummary
+from spanreplay.model.spans import SpanRecord
+from spanreplay.readers import Incomplete, MalformedTrace, document_spans
+
+from .foreign import foreign_log
 from .runlog import SpanTap, build_log, only_run, summaries
 
 SCHEMES: Final = ("jaeger+http://", "jaeger+https://", "tempo+http://", "tempo+https://")

@@ -18,12 +18,13 @@ import os
 import warnings
 from collections.abc import Iterator
 
-from .. import _semconv as sc
-from .._events import EventLog, RunSummary
-from .._spans import SpanRecord
-from ..errors import SpanReplayError, TraceFormatError
-from ..foreign import foreign_log, foreign_summaries, is_foreign_span, is_trace_id
-from ..readers import STDIN, Damage, SpanReplayWarning, iter_spans
+from spanreplay import semconv as sc
+from spanreplay.errors import SpanReplayError, TraceFormatError
+from spanreplay.model.events import EventLog, RunSummary
+from spanreplay.model.spans import SpanRecord
+from spanreplay.readers import STDIN, Damage, SpanReplayWarning, iter_spans
+
+from .foreign import foreign_log, foreign_summaries, is_foreign_span, is_trace_id
 from .runlog import (
     RUN_MARKER,
     SpanTap,
@@ -51,7 +52,7 @@ class FileSource:
 
     def runs(self, tap: SpanTap | None = None) -> list[RunSummary]:
         # One pass over every line: a line without a run id may hold another instrumentation's
-        # model calls, which are runs too (spanreplay.foreign). In spanreplay's own files every
+        # model calls, which are runs too (spanreplay.sources.foreign). In spanreplay's own files every
         # line holds a run id, so this parses what a filtered pass would.
         damage: list[Damage] = []
         return _runs_of(iter_spans(self.source, damaged=damage.append), tap, self.name, damage)

@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Protocol, runtime_checkable
 
-from .._events import EventLog, RunSummary
-from .._spans import SpanRecord
+from spanreplay.model.events import EventLog, RunSummary
+from spanreplay.model.spans import SpanRecord
+
 from .runlog import SpanTap
 
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import os
 
-from ..readers import STDIN
+from spanreplay.readers import STDIN
+
 from .backends import SCHEMES as BACKEND_SCHEMES
 from .backends import BackendSource
 from .files import FileSource, StdinSource
@@ -25,7 +26,7 @@ def open_source(source: str | os.PathLike[str]) -> Source:
     name = os.fspath(source)
     if name.startswith(POSTGRES_SCHEMES):
         # Imported here: psycopg is an optional dependency, needed only for this kind.
-        from ..postgres.source import PostgresSource
+        from .postgres.source import PostgresSource
 
         return PostgresSource(name)
     if name.startswith(BACKEND_SCHEMES):

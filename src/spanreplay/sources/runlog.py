@@ -19,13 +19,13 @@ from array import array
 from collections.abc import Callable, Iterable
 from typing import Final
 
-from .. import _codec
-from .. import _semconv as sc
-from .._events import Event, EventLog, RunInfo, RunSummary
-from .._input_refs import rebuild_inputs
-from .._spans import SpanRecord
-from ..errors import RunNotFoundError, SpanReplayError, TraceFormatError
-from ..readers import Damage, listed_damage, warn
+from spanreplay import semconv as sc
+from spanreplay.errors import RunNotFoundError, SpanReplayError, TraceFormatError
+from spanreplay.model import codec as _codec
+from spanreplay.model.events import Event, EventLog, RunInfo, RunSummary
+from spanreplay.model.input_refs import rebuild_inputs
+from spanreplay.model.spans import SpanRecord
+from spanreplay.readers import Damage, listed_damage, warn
 
 # Sees every span a listing reads, so that another consumer (cost's columns of
 # ``spanreplay runs``) reads the source once with it.

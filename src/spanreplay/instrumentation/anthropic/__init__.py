@@ -26,10 +26,11 @@ from opentelemetry.instrumentation.utils import unwrap
 from packaging.requirements import Requirement
 from wrapt import wrap_function_wrapper
 
-from ..._accelerators import preflight
-from ..._environment import environment
-from ..._error_records import register_error_fields, register_error_rebuilder
-from ..._run import current_run
+from spanreplay._accelerators import preflight
+from spanreplay._environment import environment
+from spanreplay.model.error_records import register_error_fields, register_error_rebuilder
+from spanreplay.run.base import current_run
+
 from . import _direct as _direct  # registers the direct accelerator before the preflight
 from . import _overrides as _overrides  # registers how a model call's override is served
 from . import _wrappers

@@ -12,8 +12,8 @@ from typing import Any
 
 import orjson
 
-from ... import _semconv as sc
-from ...cost._prices import Usage, cost_usd
+from spanreplay import semconv as sc
+from spanreplay.cost._prices import Usage, cost_usd
 
 __all__ = ["capture_content", "finish_reason", "request_attributes", "response_attributes", "summarize_events"]
 

@@ -36,8 +36,8 @@ import anthropic
 import orjson
 import pydantic
 
-from ..._accelerators import register
-from ..._run import Call
+from spanreplay._accelerators import register
+from spanreplay.run.calls import Call
 
 try:  # private SDK helpers: without them every call takes the SDK's path
     from anthropic._compat import field_get_default

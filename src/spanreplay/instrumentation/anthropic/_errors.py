@@ -27,8 +27,9 @@ from typing import Any, Final
 import httpx2
 import orjson
 
-from ..._error_records import recorded_class
-from ..._events import ErrorInfo
+from spanreplay.model.error_records import recorded_class
+from spanreplay.model.events import ErrorInfo
+
 from ._error_body import body_from_message
 
 __all__ = ["connection_error", "error_fields", "rebuild_anthropic_error"]

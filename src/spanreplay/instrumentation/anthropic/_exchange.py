@@ -27,12 +27,13 @@ import httpx2
 import orjson
 from anthropic import APITimeoutError
 
-from ... import _semconv as sc
-from ..._config import settings
-from ..._error_records import decode_error, encode_error, rebuild_error
-from ..._run import Call
-from ..._tool_links import note_response
-from ...errors import ReplayDivergenceError
+from spanreplay import semconv as sc
+from spanreplay.errors import ReplayDivergenceError
+from spanreplay.model.error_records import decode_error, encode_error, rebuild_error
+from spanreplay.model.tool_links import note_response
+from spanreplay.recording.configuration import settings
+from spanreplay.run.calls import Call
+
 from ._attributes import response_attributes, summarize_events
 from ._errors import connection_error
 

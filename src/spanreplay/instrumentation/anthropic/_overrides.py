@@ -19,9 +19,9 @@ from typing import Any, Final
 
 import orjson
 
-from ... import _semconv as sc
-from ..._overrides import register_output_form
-from ...errors import ConfigurationError
+from spanreplay import semconv as sc
+from spanreplay.errors import ConfigurationError
+from spanreplay.replaying.overrides import register_output_form
 
 __all__ = ["model_output", "stream_events"]
 

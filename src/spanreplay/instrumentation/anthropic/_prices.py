@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ...cost._prices import ModelPrice, builtin_prices, cost_usd, prices, set_prices
+from spanreplay.cost._prices import ModelPrice, builtin_prices, cost_usd, prices, set_prices
 
 __all__ = ["DEFAULT_PRICES", "ModelPrice", "cost_usd", "prices", "set_prices"]
 

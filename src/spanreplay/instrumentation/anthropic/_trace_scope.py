@@ -29,9 +29,11 @@ from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
 from opentelemetry.trace import StatusCode
 
-from ..._alerts import launched_run, trace_location
-from ..._run import RecordingRun, ReplayingRun, Run
-from ...errors import ConfigurationError, SpanReplayError, TraceFailedError
+from spanreplay.errors import ConfigurationError, SpanReplayError, TraceFailedError
+from spanreplay.recording.alerts import launched_run, trace_location
+from spanreplay.recording.recording_run import RecordingRun
+from spanreplay.replaying.replaying_run import ReplayingRun
+from spanreplay.run.base import Run
 
 __all__ = ["OUTSIDE_ANY_TRACE", "RootSpanEnd", "TraceRuns", "end_run"]
 

@@ -22,12 +22,15 @@ import httpx2
 import orjson
 from anthropic import APIConnectionError, APIError
 
-from ... import _semconv as sc
-from ..._config import settings
-from ..._run import Call, ReplayingRun, Run, run_for_boundary
-from ...errors import DifferentCallError, InputChangedError
-from ...foreign import as_recorded
-from ...foreign import attempts as foreign_attempts
+from spanreplay import semconv as sc
+from spanreplay.errors import DifferentCallError, InputChangedError
+from spanreplay.recording.configuration import settings
+from spanreplay.replaying.replaying_run import ReplayingRun
+from spanreplay.run.base import Run, run_for_boundary
+from spanreplay.run.calls import Call
+from spanreplay.sources.foreign import as_recorded
+from spanreplay.sources.foreign import attempts as foreign_attempts
+
 from . import _direct
 from ._attributes import request_attributes
 from ._errors import with_recorded_message

@@ -32,12 +32,16 @@ from typing import Any
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 
-from ..._alerts import Launch, launched_run
-from ..._config import configure
-from ..._environment import environment
-from ..._overrides import overrides_from_file
-from ..._run import ForkingRun, RecordingRun, ReplayingRun, Run, set_process_run_factory
-from ...errors import ConfigurationError, SpanReplayError
+from spanreplay._environment import environment
+from spanreplay.errors import ConfigurationError, SpanReplayError
+from spanreplay.recording.alerts import Launch, launched_run
+from spanreplay.recording.configuration import configure
+from spanreplay.recording.recording_run import RecordingRun
+from spanreplay.replaying.forking_run import ForkingRun
+from spanreplay.replaying.overrides import overrides_from_file
+from spanreplay.replaying.replaying_run import ReplayingRun
+from spanreplay.run.base import Run, set_process_run_factory
+
 from ._trace_scope import RootSpanEnd, TraceRuns, end_run
 
 logger = logging.getLogger("spanreplay")
@@ -132,7 +136,7 @@ def _install(make: Any, scope: str, *, replaying: bool) -> None:
 
 
 def _replaying_run() -> ReplayingRun:
-    from ..._loader import load
+    from spanreplay.api.loading import load
 
     env = environment()
     source = env.source
@@ -147,7 +151,7 @@ def _replaying_run() -> ReplayingRun:
 
 def _forking_run() -> ForkingRun:
     """``SPANREPLAY_MODE=fork``: what ``spanreplay fork SOURCE RUN -- COMMAND`` starts the command in."""
-    from ..._loader import load
+    from spanreplay.api.loading import load
 
     env = environment()
     if not env.source:

@@ -1,0 +1,8 @@
+"""The installed distribution's version, read once: the root package and the tracer both name it."""
+
+import importlib.metadata as _metadata
+
+try:
+    __version__ = _metadata.version("spanreplay")
+except _metadata.PackageNotFoundError:  # running from a source tree that was not installed
+    __version__ = "0.0.0"

@@ -1,0 +1,1 @@
+"""Writing runs to Postgres: one ``agent_steps`` row per boundary as it completes, imports, retention."""

@@ -1,0 +1,79 @@
+"""Retention in Postgres: which runs are old enough to go, and deleting them with their steps."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Final
+
+import psycopg
+
+from spanreplay.sources.postgres.connect import connect, failure
+from spanreplay.sources.postgres.rows import read_status
+
+# A run id of the default form sorts by its date, so older runs are a range of the key.
+_DATED_ID: Final = r"^run_[0-9]{8}_[0-9]{6}_"
+_DELETE_CHUNK: Final = 1000
+
+
+@dataclass(frozen=True)
+class StoredRun:
+    """A run row as retention sees it."""
+
+    run_id: str
+    status: str
+    started: datetime | None
+    steps: int
+
+
+def candidates(dsn: str, *, older_id: str, older_than: datetime) -> list[StoredRun]:
+    """Runs that may be past retention: a dated run id below ``older_id`` (``run_YYYYMMDD_HHMMSS``),
+    or, for run ids without a date, a start before ``older_than``. The caller applies the
+    per-status windows; this only narrows the rows read."""
+    query = """
+        SELECT run_id, status, end_ns, started_at, steps_recorded, span_id IS NULL
+        FROM agent_runs
+        WHERE (run_id ~ %(dated)s AND run_id < %(older_id)s)
+           OR (run_id !~ %(dated)s AND (started_at IS NULL OR started_at < %(older_than)s))
+        ORDER BY run_id
+    """
+    with connect(dsn) as conn:
+        try:
+            rows = conn.execute(query, {"dated": _DATED_ID, "older_id": older_id, "older_than": older_than}).fetchall()
+        except psycopg.Error as exc:
+            raise failure(dsn, "list the runs to prune", exc) from None
+    return [
+        StoredRun(
+            run_id=run_id,
+            status="crashed" if no_root else read_status(status, end_ns),
+            started=started,
+            steps=steps,
+        )
+        for run_id, status, end_ns, started, steps, no_root in rows
+    ]
+
+
+def delete(dsn: str, run_ids: Sequence[str]) -> int:
+    """Delete these runs and (by the foreign key's cascade) their steps. Returns the runs deleted."""
+    deleted = 0
+    with connect(dsn) as conn:
+        try:
+            for start in range(0, len(run_ids), _DELETE_CHUNK):
+                chunk = list(run_ids[start : start + _DELETE_CHUNK])
+                with conn.transaction():
+                    cur = conn.execute("DELETE FROM agent_runs WHERE run_id = ANY(%s)", (chunk,))
+                    deleted += max(cur.rowcount, 0)
+        except psycopg.Error as exc:
+            raise failure(dsn, "delete the pruned runs", exc) from None
+    return deleted
+
+
+def count(dsn: str) -> int:
+    """How many runs the database holds."""
+    with connect(dsn) as conn:
+        try:
+            row = conn.execute("SELECT count(*) FROM agent_runs").fetchone()
+        except psycopg.Error as exc:
+            raise failure(dsn, "count the runs", exc) from None
+    return int(row[0]) if row else 0
