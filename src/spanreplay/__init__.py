@@ -56,7 +56,6 @@ from spanreplay.model.events import ErrorInfo, Event, EventLog, RunInfo, RunSumm
 from spanreplay.model.typed_classes import register_type
 from spanreplay.readers import SpanReplayWarning
 from spanreplay.recording.configuration import Settings, configure, is_configured, reset, settings
-from spanreplay.recording.recording_run import RecordingRun
 from spanreplay.replaying.forking_run import ForkingRun, fork
 from spanreplay.replaying.guard import DeterminismWarning
 from spanreplay.replaying.replaying_run import ReplayingRun
@@ -72,6 +71,28 @@ def instrument_anthropic(**kwargs: _typing.Any) -> _typing.Any:
     from spanreplay.instrumentation.anthropic import instrument_anthropic as _instrument
 
     return _instrument(**kwargs)
+
+
+# Names that left ``__all__``: still importable from here, with a warning naming their home.
+_MOVED = {
+    # record() returns a Run; the recording subclass is no part of the public surface.
+    "RecordingRun": "spanreplay.recording.recording_run",
+}
+
+
+def __getattr__(name: str) -> _typing.Any:
+    home = _MOVED.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+    import warnings
+
+    warnings.warn(
+        f"spanreplay.{name} is no longer exported from spanreplay; import it from {home}.",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return getattr(importlib.import_module(home), name)
 
 
 __all__ = [
@@ -93,7 +114,6 @@ __all__ = [
     "PostgresError",
     "RecordedBaseExceptionError",
     "RecordedError",
-    "RecordingRun",
     "ReplayDivergenceError",
     "ReplayingRun",
     "Run",

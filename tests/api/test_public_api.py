@@ -48,3 +48,16 @@ def test_every_spanreplay_variable_is_read_in_one_module_and_listed_in_the_readm
     assert readers == []
     readme = (src.parents[1] / "README.md").read_text()
     assert [name for name in VARIABLES if f"| `{name}` |" not in readme] == []
+
+
+def test_a_name_that_left_all_still_imports_with_a_warning() -> None:
+    import pytest
+
+    from spanreplay.recording.recording_run import RecordingRun
+
+    assert "RecordingRun" not in spanreplay.__all__
+    assert "RecordingRun" not in vars(spanreplay)
+    with pytest.warns(DeprecationWarning, match="spanreplay.recording.recording_run"):
+        assert spanreplay.RecordingRun is RecordingRun  # type: ignore[attr-defined]
+    with pytest.raises(AttributeError):
+        spanreplay.NoSuchName  # type: ignore[attr-defined]  # noqa: B018
