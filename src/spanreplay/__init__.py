@@ -13,6 +13,10 @@ Replay::
 
     with spanreplay.replay("traces/", run_id):
         main()
+
+``__all__`` is the public surface; docs/api.md is generated from its docstrings
+(``python docs/gen_api.py``). Names kept only for code that imported them from
+here before they left ``__all__`` warn with a DeprecationWarning and name their home.
 """
 
 from __future__ import annotations

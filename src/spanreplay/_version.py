@@ -2,6 +2,7 @@
 
 import importlib.metadata as _metadata
 
+# The installed distribution's version ("0.0.0" from a source tree that was not installed).
 try:
     __version__ = _metadata.version("spanreplay")
 except _metadata.PackageNotFoundError:  # running from a source tree that was not installed

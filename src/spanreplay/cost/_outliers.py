@@ -26,6 +26,7 @@ from ._totals import PricedCall, Totals
 
 __all__ = ["DEFAULT_FACTOR", "Cause", "Outlier", "causes_of", "find_outliers", "replay_command", "show_command"]
 
+# A run is an outlier when it used this many times its agent's median tokens.
 DEFAULT_FACTOR: Final = 3.0
 # Two identical requests are an ordinary retry; three are a loop.
 LOOP_MIN_REPEATS: Final = 3

@@ -53,6 +53,7 @@ __all__ = [
 
 logger = logging.getLogger("spanreplay")
 
+# The variable naming a TOML file of prices that replaces the built-in table.
 PRICES_ENV: Final = "SPANREPLAY_PRICES"
 # The multiples of the input price Anthropic used for cache traffic before the
 # 5-series models priced it per model: a price file may leave them out.

@@ -21,7 +21,9 @@ from ._prices import PriceTable
 
 __all__ = ["GROUPINGS", "Group", "PricedCall", "Totals", "group_calls", "price_calls", "run_totals"]
 
+# What cost totals can be grouped by (`spanreplay cost --by`).
 Grouping = Literal["run", "agent", "model", "day", "month"]
+# Every grouping, in the order `spanreplay cost` offers them.
 GROUPINGS: Final[tuple[Grouping, ...]] = ("run", "agent", "model", "day", "month")
 PricedBy = Literal["table", "recorded", "unpriced", "no usage"]
 

@@ -21,4 +21,5 @@ def builtin_detectors(*, ip_addresses: bool = True) -> tuple[Detector, ...]:
     return (*secret_detectors(), *personal_detectors(), *(ip_detectors() if ip_addresses else ()))
 
 
+# The detectors masking runs by default (secrets, personal data, IP addresses), in order.
 BUILTIN_DETECTORS: Final = builtin_detectors()

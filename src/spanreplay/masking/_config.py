@@ -15,6 +15,7 @@ from ._rules import DEFAULT_FIELD_NAMES, FieldNames, PathRule
 
 __all__ = ["KEY_ENV", "MaskingConfig"]
 
+# The variable holding the project key that makes masked values keyed pseudonyms.
 KEY_ENV: Final = "SPANREPLAY_MASK_KEY"
 Engine = Literal["auto", "hyperscan", "python"]
 

@@ -71,6 +71,7 @@ class Damage:
         return f"{self.where}: {self.reason}"
 
 
+# Called with each damaged line or unreadable file a read skipped.
 DamageHook = Callable[[Damage], object]
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from spanreplay.errors import TraceFormatError
 
+# The source that names standard input.
 STDIN = "-"
 STDIN_NAME = "<stdin>"
 _GLOB_CHARS = frozenset("*?[")

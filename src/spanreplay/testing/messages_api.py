@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+# The model name replies carry when a request or a builder names none.
 MODEL = "claude-sonnet-4-6"
 
 __all__ = [
@@ -57,10 +58,12 @@ __all__ = [
 
 
 def text(value: str) -> dict[str, Any]:
+    """A Messages API text content block."""
     return {"type": "text", "text": value}
 
 
 def tool_use(name: str, input: dict[str, Any], id: str) -> dict[str, Any]:
+    """A Messages API tool_use content block: the model asks for tool ``name`` with ``input``."""
     return {"type": "tool_use", "id": id, "name": name, "input": input}
 
 

@@ -15,8 +15,11 @@ from .writes import PostgresExportStats
 
 __all__ = ["COMMIT_VARIABLE", "DSN_VARIABLE", "MODE_VARIABLE", "PostgresExportStats", "PostgresSpanProcessor", "attach"]
 
+# The variable holding the DSN that configure() writes runs to.
 DSN_VARIABLE: Final = "SPANREPLAY_POSTGRES_DSN"
+# The variable that picks batched commits ("batch") over one commit per step.
 MODE_VARIABLE: Final = "SPANREPLAY_POSTGRES_MODE"
+# The variable choosing how commits wait ("sync" or "async").
 COMMIT_VARIABLE: Final = "SPANREPLAY_POSTGRES_COMMIT"
 
 

@@ -161,11 +161,13 @@ CREATE TRIGGER agent_steps_outcome_totals
     FOR EACH STATEMENT EXECUTE FUNCTION spanreplay_add_outcome_totals();
 """
 
+# The schema's migrations, oldest first (`spanreplay db upgrade` applies them).
 MIGRATIONS: Final = (
     Migration(1, "agent_runs and agent_steps", _V1),
     Migration(2, "agent_runs.masking", _V2),
     Migration(3, "agent_steps outcome totals for side-effect intents", _V3),
 )
+# The schema version this release writes and reads.
 LATEST: Final = MIGRATIONS[-1].version
 
 
