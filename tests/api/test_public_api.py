@@ -61,3 +61,30 @@ def test_a_name_that_left_all_still_imports_with_a_warning() -> None:
         assert spanreplay.RecordingRun is RecordingRun  # type: ignore[attr-defined]
     with pytest.raises(AttributeError):
         spanreplay.NoSuchName  # type: ignore[attr-defined]  # noqa: B018
+
+
+def _readme() -> str:
+    from pathlib import Path
+
+    return (Path(spanreplay.__file__).parents[2] / "README.md").read_text()
+
+
+def test_every_exported_name_is_documented_in_the_readme() -> None:
+    readme = _readme()
+    undocumented = [
+        name
+        for name in spanreplay.__all__
+        if not any(form in readme for form in (f"`{name}`", f"`{name}(", f"`spanreplay.{name}", f"`@{name}"))
+    ]
+    assert undocumented == []
+
+
+def test_every_exported_error_has_a_row_in_the_readme_error_table() -> None:
+    readme = _readme()
+    table = readme[readme.index("| error | raised when | the fix |") :]
+    table = table[: table.index("\n\n")]
+    rows = {line.split("|")[1].strip().split()[0].strip("`"): line for line in table.splitlines()[2:]}
+    errors = [name for name in spanreplay.__all__ if name.endswith("Error")]
+    assert sorted(errors) == sorted(rows)
+    for name, row in rows.items():
+        assert all(cell.strip() for cell in row.split("|")[1:-1]), name
