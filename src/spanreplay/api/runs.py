@@ -68,7 +68,7 @@ def record(agent: str = "agent", run_id: str | None = None) -> Run:
         run_id: the run id; by default ``run_YYYYMMDD_HHMMSS_xxxxxxxx`` (UTC).
     """
     open_run = joinable_run()
-    if isinstance(open_run, (ReplayingRun, ForkingRun)):
+    if open_run is not None and open_run.serves_recorded:
         return JoinedReplay(open_run)
     return RecordingRun(agent, run_id)
 
