@@ -64,7 +64,7 @@ from spanreplay.replaying.forking_run import ForkingRun, fork
 from spanreplay.replaying.guard import DeterminismWarning
 from spanreplay.replaying.replaying_run import ReplayingRun
 from spanreplay.replaying.run_diff import RunDiff, StepDiff, diff_runs
-from spanreplay.run.base import Mode, Run, current_run
+from spanreplay.run.base import BoundaryCall, Mode, Run, current_run
 
 
 def instrument_anthropic(**kwargs: _typing.Any) -> _typing.Any:
@@ -100,6 +100,7 @@ def __getattr__(name: str) -> _typing.Any:
 
 
 __all__ = [
+    "BoundaryCall",
     "ConfigurationError",
     "DeterminismWarning",
     "DifferentCallError",

@@ -38,7 +38,6 @@ import anthropic
 from spanreplay.api.builtins import now, random
 from spanreplay.instrumentation.anthropic import instrument_anthropic
 from spanreplay.instrumentation.tools import tool
-from spanreplay.replaying.replaying_run import ReplayingRun
 from spanreplay.run.base import current_run
 from spanreplay.testing.messages_api import MessagesAPIServer, support_model
 
@@ -184,7 +183,8 @@ def _base_url(stack: contextlib.ExitStack) -> str | None:
         return _local_url
     if os.environ.get("ANTHROPIC_API_KEY"):
         return None
-    if isinstance(current_run(), ReplayingRun):
+    run = current_run()
+    if run is not None and run.replayed_log is not None:
         return OFFLINE_URL
     return stack.enter_context(local_api()).url
 

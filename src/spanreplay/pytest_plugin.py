@@ -99,6 +99,8 @@ class _TestRun:
 
     trace: Path
     run: Run | None = None
+    # Replay only: the same run, as the replay whose outcome the test's result follows.
+    replaying: ReplayingRun | None = None
     # Record only: move the recorded file to ``trace`` when the test passes.
     save: bool = False
     # Why the test fails before its body runs (replay mode with no trace).
@@ -189,7 +191,8 @@ def _plan(item: pytest.Item) -> _TestRun:
                 "--spanreplay-mode=once, or name the file with @pytest.mark.spanreplay(trace=...).",
             )
         try:
-            return _TestRun(trace, _open_replay(trace, run_id, ignore_paths))
+            replaying = _open_replay(trace, run_id, ignore_paths)
+            return _TestRun(trace, replaying, replaying=replaying)
         except SpanReplayError as exc:
             raise pytest.fail.Exception(
                 f"spanreplay: cannot replay the trace at {where}: {exc}", pytrace=False
@@ -265,10 +268,8 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
     planned = _planned(item)
     if planned.failure is not None:
         pytest.fail(planned.failure, pytrace=False)
-    from spanreplay.replaying.replaying_run import ReplayingRun
-
-    if isinstance(planned.run, ReplayingRun):
-        return (yield from _replayed(planned, planned.run, item.config))
+    if planned.replaying is not None:
+        return (yield from _replayed(planned, planned.replaying, item.config))
     return (yield from _recorded(planned, item.config))
 
 

@@ -23,11 +23,10 @@ from spanreplay.errors import StateChangedError
 from spanreplay.model import typed_values as _typed
 from spanreplay.model.payloads import encode_output
 from spanreplay.readers._base import SpanReplayWarning
-from spanreplay.replaying.replaying_run import ReplayingRun
-from spanreplay.run.base import Mode, run_for_boundary
+from spanreplay.run.base import Run, run_for_boundary
 
 if TYPE_CHECKING:
-    from spanreplay.model.events import Event
+    from spanreplay.model.events import Event, EventLog
 
 T = TypeVar("T")
 
@@ -57,16 +56,17 @@ def checkpoint(name: str, value: T) -> T:
     run = run_for_boundary(f"checkpoint {name!r}")
     if run is None:
         return value
-    if isinstance(run, ReplayingRun):
-        _check(run, name, value)
-    elif run.mode is Mode.RECORD:
+    log = run.replayed_log
+    if log is not None:
+        _check(run, log, name, value)
+    elif run.records:
         run.begin(sc.KIND_STATE, name, None).finish(value)
     return value
 
 
-def _check(run: ReplayingRun, name: str, value: Any) -> None:
+def _check(run: Run, log: EventLog, name: str, value: Any) -> None:
     key = run._names(name)
-    if not any(e.kind == sc.KIND_STATE and e.key == key for e in run.events):
+    if not any(e.kind == sc.KIND_STATE and e.key == key for e in log):
         _warn_unrecorded(run, name)
         return
     recorded = run.begin(sc.KIND_STATE, name, None).recorded
@@ -77,11 +77,11 @@ def _check(run: ReplayingRun, name: str, value: Any) -> None:
     if orjson.dumps(current, option=orjson.OPT_SORT_KEYS) == orjson.dumps(expected, option=orjson.OPT_SORT_KEYS):
         return
     error = _changed(run.run_id, recorded, expected, current)
-    run.engine.refuse(error)
+    run.refuse(error)
     raise error
 
 
-def _masked(run: ReplayingRun, key: str, value: Any) -> Any:
+def _masked(run: Run, key: str, value: Any) -> Any:
     """``value`` as the recording would hold it: encoded as an output, masked, read back as JSON."""
     data, _, _ = _typed.to_json(value)
     session = run._masking
@@ -125,10 +125,10 @@ def _preview(value: Any) -> str:
 
 
 # The names each open replay has warned about: once per replay and name.
-_warned: weakref.WeakKeyDictionary[ReplayingRun, set[str]] = weakref.WeakKeyDictionary()
+_warned: weakref.WeakKeyDictionary[Run, set[str]] = weakref.WeakKeyDictionary()
 
 
-def _warn_unrecorded(run: ReplayingRun, name: str) -> None:
+def _warn_unrecorded(run: Run, name: str) -> None:
     names = _warned.setdefault(run, set())
     if name in names:
         return

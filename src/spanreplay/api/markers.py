@@ -45,7 +45,6 @@ from typing import Final
 
 from spanreplay import semconv as sc
 from spanreplay.errors import ConfigurationError
-from spanreplay.replaying.replaying_run import ReplayingRun
 from spanreplay.run.base import Run, run_for_boundary
 
 __all__ = ["patched"]
@@ -56,7 +55,7 @@ _MARKER_ID: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,199}")
 # Per run, the answer each (scope call id, marker id) got; a run's entry goes with the run.
 _answers: weakref.WeakKeyDictionary[Run, dict[tuple[str, str], bool]] = weakref.WeakKeyDictionary()
 # Per replayed run, the marker ids its recording holds anywhere.
-_recorded_ids: weakref.WeakKeyDictionary[ReplayingRun, frozenset[str]] = weakref.WeakKeyDictionary()
+_recorded_ids: weakref.WeakKeyDictionary[Run, frozenset[str]] = weakref.WeakKeyDictionary()
 # Held while a marker is first asked for, so two threads in one scope record it once.
 _lock = threading.RLock()
 
@@ -98,15 +97,16 @@ def patched(change_id: str) -> bool:
 
 def _first_answer(run: Run, scope_id: str, change_id: str) -> bool:
     """The answer to a scope's first ``patched(change_id)``, taking or recording its step."""
-    if isinstance(run, ReplayingRun):
+    log = run.replayed_log
+    if log is not None:
         key = run._names(change_id)
         own = f"{sc.KIND_MARKER}:{key}#0"
-        recorded = run.events.by_call_id(f"{scope_id}/{own}" if scope_id else own)
+        recorded = log.by_call_id(f"{scope_id}/{own}" if scope_id else own)
         if recorded is None or recorded.kind != sc.KIND_MARKER:
             # Recorded elsewhere in the run (True) or not at all (False): no step to take here.
             ids = _recorded_ids.get(run)
             if ids is None:
-                ids = _recorded_ids[run] = frozenset(e.key for e in run.events if e.kind == sc.KIND_MARKER)
+                ids = _recorded_ids[run] = frozenset(e.key for e in log if e.kind == sc.KIND_MARKER)
             return key in ids
     return bool(run.boundary(sc.KIND_MARKER, change_id, None, _true))
 

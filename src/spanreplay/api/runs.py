@@ -50,6 +50,7 @@ __all__ = [
     "fork",
     "new_run_id",
     "record",
+    "recording",
     "replay",
     "run_for_boundary",
     "set_process_run_factory",
@@ -68,8 +69,13 @@ def record(agent: str = "agent", run_id: str | None = None) -> Run:
         run_id: the run id; by default ``run_YYYYMMDD_HHMMSS_xxxxxxxx`` (UTC).
     """
     open_run = joinable_run()
-    if isinstance(open_run, (ReplayingRun, ForkingRun)):
+    if open_run is not None and open_run.serves_recorded:
         return JoinedReplay(open_run)
+    return recording(agent, run_id)
+
+
+def recording(agent: str = "agent", run_id: str | None = None) -> Run:
+    """A new recording, never joined to an open replay: what zero-code mode opens for the process."""
     return RecordingRun(agent, run_id)
 
 

@@ -11,10 +11,9 @@ from spanreplay import semconv as sc
 from spanreplay.model.tool_links import answered
 from spanreplay.model.typed_hints import ReturnDecoder
 from spanreplay.replaying.effects import EFFECT_ATTRIBUTES
-from spanreplay.run.base import Mode, run_for_boundary
+from spanreplay.run.base import BoundaryCall, Run, run_for_boundary
 
 F = TypeVar("F", bound=Callable[..., Any])
-_REPLAY = Mode.REPLAY
 
 __all__ = ["tool"]
 
@@ -106,11 +105,10 @@ def tool(fn: F | None = None, /, *, name: str | None = None, effect: bool = Fals
                 run = run_for_boundary(what)
                 if run is None:
                     return await func(*args, **kwargs)
-                call = functools.partial(func, *args, **kwargs)
                 bound = bind(args, kwargs)
                 decode = (resolved[0] if resolved else decoder()) if run.serves_recorded else None
-                extra = attributes if run.mode is _REPLAY else _linked(attributes, answered(run, key, bound))
-                return await run.call_boundary(sc.KIND_TOOL, key, bound, call, True, decode, extra)
+                call = _call(run, key, bound, functools.partial(func, *args, **kwargs), decode, attributes)
+                return await run.call_async(call)
 
             return async_wrapper  # type: ignore[return-value]
 
@@ -119,16 +117,30 @@ def tool(fn: F | None = None, /, *, name: str | None = None, effect: bool = Fals
             run = run_for_boundary(what)
             if run is None:
                 return func(*args, **kwargs)
-            call = functools.partial(func, *args, **kwargs)
             bound = bind(args, kwargs)
             decode = (resolved[0] if resolved else decoder()) if run.serves_recorded else None
-            # The tool_use block of the model's last response this call answers, if one does.
-            extra = attributes if run.mode is _REPLAY else _linked(attributes, answered(run, key, bound))
-            return run.call_boundary(sc.KIND_TOOL, key, bound, call, False, decode, extra)
+            return run.call(_call(run, key, bound, functools.partial(func, *args, **kwargs), decode, attributes))
 
         return wrapper  # type: ignore[return-value]
 
     return decorate(fn) if fn is not None else decorate
+
+
+def _call(
+    run: Run,
+    key: str,
+    bound: dict[str, Any],
+    function: Callable[[], Any],
+    decode: ReturnDecoder | None,
+    attributes: dict[str, Any] | None,
+) -> BoundaryCall:
+    """The boundary call of one tool call; a run that records it links it to the tool_use it answers."""
+    if run.records:
+        # The tool_use block of the model's last response this call answers, if one does.
+        attributes = _linked(attributes, answered(run, key, bound))
+    return BoundaryCall(
+        kind=sc.KIND_TOOL, key=key, input=bound, function=function, decode=decode, attributes=attributes
+    )
 
 
 def _linked(attributes: dict[str, Any] | None, links: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -23,10 +23,10 @@ from spanreplay.model.escaped_names import BOUNDARY_NAMES, escape_names
 from spanreplay.model.input_refs import InputHistory
 from spanreplay.model.payloads import add_payload, encode_error_record, encode_input
 from spanreplay.model.run_ids import is_run_id, new_run_id
-from spanreplay.run.base import Decoder, Mode, Run, Scope, current_scope_var
+from spanreplay.run.base import BoundaryCall, Mode, Run, Scope, current_scope_var
 from spanreplay.run.calls import Call
 
-from .alerts import run_failed
+from .alerts import run_failed, trace_location
 from .boundary_spans import BoundarySpan, BoundarySpans, checked
 from .configuration import Settings, masker, settings
 from .content_attributes import mask_content_attributes
@@ -200,39 +200,37 @@ class RecordingRun(Run):
             self.run_id,
         )
 
-    def call_boundary(
-        self,
-        kind: str,
-        key: str,
-        input: Any,
-        fn: Callable[[], Any],
-        is_async: bool,
-        decode: Decoder | None,
-        attributes: dict[str, Any] | None,
-    ) -> Any:
-        scope, key, call_id, seq = self._next_call(kind, key)
-        return self.record_call(scope, call_id, seq, kind, key, input, fn, is_async, attributes)
+    @property
+    def records(self) -> bool:
+        return True
 
-    def record_call(
-        self,
-        scope: Scope,
-        call_id: str,
-        seq: int,
-        kind: str,
-        key: str,
-        input: Any,
-        fn: Callable[[], Any],
-        is_async: bool,
-        attributes: dict[str, Any] | None,
-    ) -> Any:
-        """``call_boundary()`` once the call has its id and seq: run ``fn`` and record it."""
-        if is_async:
-            return self._record_async(scope, call_id, seq, kind, key, input, fn, attributes)
-        span, child = self._start(scope, call_id, seq, kind, key, input, attributes)
+    def end_note(self, raised: BaseException | None) -> str | None:
+        # Nothing else names an ok run to the person who started the program; a failed one's
+        # alert (the spanreplay.alerts logger) carries the replay command.
+        if raised is None:
+            ended = "ended ok"
+        elif isinstance(raised, Exception):
+            ended = f"failed with {type(raised).__qualname__}"
+        else:
+            ended = f"was stopped by {type(raised).__qualname__}"
+        return f"spanreplay: run {self.run_id} {ended}; {trace_location(self.run_id)}"
+
+    def call(self, call: BoundaryCall) -> Any:
+        scope, key, call_id, seq = self._next_call(call.kind, call.key)
+        return self.record_call(scope, call_id, seq, key, call)
+
+    def call_async(self, call: BoundaryCall) -> Awaitable[Any]:
+        scope, key, call_id, seq = self._next_call(call.kind, call.key)
+        return self.record_call_async(scope, call_id, seq, key, call)
+
+    def record_call(self, scope: Scope, call_id: str, seq: int, key: str, call: BoundaryCall) -> Any:
+        """``call()`` once the call has its id, seq and masked key: run the sync function and record it."""
+        kind = call.kind
+        span, child = self._start(scope, call_id, seq, kind, key, call.input, call.attributes)
         scope_token = current_scope_var.set(child)
         otel_token = otel_context.attach(child.context) if child.context is not None else None
         try:
-            result = fn()
+            result = call.function()
         except BaseException as exc:
             self.finish_boundary(span, kind, key, None, exc)
             raise
@@ -241,11 +239,15 @@ class RecordingRun(Run):
                 otel_context.detach(otel_token)
             current_scope_var.reset(scope_token)
         if type(result) not in _PLAIN_RESULTS and inspect.isawaitable(result):
-            # fn was a plain callable that returned a coroutine (``lambda: client.get(url)``):
+            # The function was a plain callable that returned a coroutine (``lambda: client.get(url)``):
             # the work runs when the caller awaits, so record what the await gives.
             return self._record_awaited(span, kind, key, child, result)
         self.finish_boundary(span, kind, key, result, None)
         return result
+
+    def record_call_async(self, scope: Scope, call_id: str, seq: int, key: str, call: BoundaryCall) -> Awaitable[Any]:
+        """``call_async()`` once the call has its id, seq and masked key."""
+        return self._record_async(scope, call_id, seq, call.kind, key, call.input, call.function, call.attributes)
 
     async def _record_async(
         self,
@@ -472,6 +474,7 @@ class RecordingRun(Run):
         *,
         attributes: dict[str, Any] | None = None,
         span_name: str | None = None,
+        input_json: bytes | None = None,
     ) -> Call:
         scope, key, call_id, seq = self._next_call(kind, key)
         return self.begin_call(scope, call_id, seq, kind, key, input, attributes, span_name)
@@ -491,6 +494,6 @@ class RecordingRun(Run):
         span, child = self._start(scope, call_id, seq, kind, key, input, attributes)
         if span is not None and span_name is not None:
             span.update_name(span_name)
-        call = Call(self, kind, key, call_id, seq, child, span=span)
+        call = Call(self, kind, key, call_id, seq, child, span=span, recorder=self)
         self.pending_calls[id(call)] = call
         return call

@@ -23,7 +23,8 @@ from __future__ import annotations
 import itertools
 import os
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
+from dataclasses import replace
 from types import TracebackType
 from typing import Any
 
@@ -32,14 +33,14 @@ from spanreplay.errors import ConfigurationError, LiveEffectRefusedError, Replay
 from spanreplay.model.error_records import rebuild_error
 from spanreplay.model.events import Event, EventLog
 from spanreplay.recording.recording_run import RecordingRun
-from spanreplay.run.base import Decoder, Scope, current_scope_var
+from spanreplay.run.base import BoundaryCall, Scope, current_scope_var
 from spanreplay.run.calls import Call
 from spanreplay.sources import open_source
 
 from .effects import refuse_live_effect, served_effect
 from .engine import enclosing_call
 from .overrides import Served
-from .replaying_run import ReplayingRun, serve_recorded, serve_recorded_async
+from .replaying_run import ReplayingRun, served_value
 
 __all__ = ["ForkingRun", "fork"]
 
@@ -107,7 +108,7 @@ class ForkingRun(RecordingRun):
         self.parent = ReplayingRun(log, ignore_paths=ignore_paths, require_all_steps=False, overrides=overrides)
         self.at = at
         self.allow_effects = allow_effects
-        self.live = False
+        # The seq of the first step run live; None while the fork serves the parent's steps.
         self.forked_at: int | None = None
         self._lock = threading.Lock()
         self._diverged: ReplayDivergenceError | None = None
@@ -140,38 +141,50 @@ class ForkingRun(RecordingRun):
 
     # -- boundaries -----------------------------------------------------------
 
-    def call_boundary(
-        self,
-        kind: str,
-        key: str,
-        input: Any,
-        fn: Callable[[], Any],
-        is_async: bool,
-        decode: Decoder | None,
-        attributes: dict[str, Any] | None,
-    ) -> Any:
-        scope, key, call_id, seq = self._next_call(kind, key)
-        if not self.live:
-            served = self._serve(scope, call_id, kind, key, seq, input)
-            if served is not None:
-                event = served.event
-                marked = {**(attributes or {}), sc.SERVED_FROM: self.parent.run_id}
-                if is_async or event.awaited:
+    @property
+    def went_live(self) -> bool:
+        """Whether the fork runs the real work now (from seq ``forked_at`` on)."""
+        return self.forked_at is not None
 
-                    async def work_async() -> Any:
-                        self._record_nested(event.call_id)
-                        return await (
-                            served.result_async(decode) if served.overridden else serve_recorded_async(event, decode)
-                        )
+    def call(self, call: BoundaryCall) -> Any:
+        scope, key, call_id, seq = self._next_call(call.kind, call.key)
+        if not self.went_live:
+            step = self._serve(scope, call_id, call.kind, key, seq, call.input)
+            if step is not None:
+                if step.event.awaited:
+                    return self.record_call_async(
+                        scope, call_id, step.event.seq, key, self._served(call, step, awaits=True)
+                    )
+                return self.record_call(scope, call_id, step.event.seq, key, self._served(call, step, awaits=False))
+        return self.record_call(scope, call_id, seq, key, call)
 
-                    return self.record_call(scope, call_id, event.seq, kind, key, input, work_async, True, marked)
+    def call_async(self, call: BoundaryCall) -> Awaitable[Any]:
+        scope, key, call_id, seq = self._next_call(call.kind, call.key)
+        if not self.went_live:
+            step = self._serve(scope, call_id, call.kind, key, seq, call.input)
+            if step is not None:
+                return self.record_call_async(
+                    scope, call_id, step.event.seq, key, self._served(call, step, awaits=True)
+                )
+        return self.record_call_async(scope, call_id, seq, key, call)
 
-                def work() -> Any:
-                    self._record_nested(event.call_id)
-                    return served.result(decode) if served.overridden else serve_recorded(event, decode)
+    def _served(self, call: BoundaryCall, step: _Step, *, awaits: bool) -> BoundaryCall:
+        """``call`` with the parent's step served in place of its function, recorded as served."""
+        event, override, decode = step.event, step.override, call.decode
+        marked = {**(call.attributes or {}), sc.SERVED_FROM: self.parent.run_id}
+        if awaits:
 
-                return self.record_call(scope, call_id, event.seq, kind, key, input, work, False, marked)
-        return self.record_call(scope, call_id, seq, kind, key, input, fn, is_async, attributes)
+            async def work_async() -> Any:
+                self._record_nested(event.call_id)
+                return await served_value(event, override, decode, awaits=True)
+
+            return replace(call, function=work_async, attributes=marked)
+
+        def work() -> Any:
+            self._record_nested(event.call_id)
+            return served_value(event, override, decode, awaits=False)
+
+        return replace(call, function=work, attributes=marked)
 
     def begin(
         self,
@@ -181,9 +194,10 @@ class ForkingRun(RecordingRun):
         *,
         attributes: dict[str, Any] | None = None,
         span_name: str | None = None,
+        input_json: bytes | None = None,
     ) -> Call:
         scope, key, call_id, seq = self._next_call(kind, key)
-        if not self.live:
+        if not self.went_live:
             served = self._serve(scope, call_id, kind, key, seq, input)
             if served is not None:
                 event = served.event
@@ -299,9 +313,8 @@ class ForkingRun(RecordingRun):
             self._remember(exc)
             raise
         with self._lock:
-            if self.live:
+            if self.forked_at is not None:
                 return
-            self.live = True
             self.forked_at = seq
         span = self._span
         if span is not None:
@@ -340,15 +353,3 @@ class _Step:
         self.event = event
         self.error = error
         self.override = override
-
-    @property
-    def overridden(self) -> bool:
-        return self.override is not None
-
-    def result(self, decode: Decoder | None) -> Any:
-        assert self.override is not None
-        return self.override.result(decode)
-
-    async def result_async(self, decode: Decoder | None) -> Any:
-        assert self.override is not None
-        return self.override.result(decode)

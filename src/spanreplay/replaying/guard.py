@@ -36,11 +36,13 @@ import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import CodeType, FrameType
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from spanreplay.readers import SpanReplayWarning
 
 __all__ = ["DeterminismWarning", "DirectCallGuard"]
+
+T = TypeVar("T")
 
 
 class DeterminismWarning(SpanReplayWarning):
@@ -146,22 +148,18 @@ class DirectCallGuard:
         threading.setprofile(hook)
         return True
 
-    def paused(self, serve: Callable[..., Any]) -> Callable[..., Any]:
-        """``serve`` with the hook off while it runs: spanreplay's own serving of a boundary.
+    def unwatched(self, serve: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+        """``serve(*args, **kwargs)`` with the hook off while it runs: spanreplay's own serving of a boundary.
 
         Serving a boundary makes a few hundred calls of spanreplay's own, each an event for
         the hook that it would only filter out; pausing it there is most of the guard's cost.
         """
-
-        def serve_unwatched(*args: Any) -> Any:
-            previous = sys.getprofile()
-            sys.setprofile(None)
-            try:
-                return serve(*args)
-            finally:
-                sys.setprofile(previous)
-
-        return serve_unwatched
+        previous = sys.getprofile()
+        sys.setprofile(None)
+        try:
+            return serve(*args, **kwargs)
+        finally:
+            sys.setprofile(previous)
 
     def stop(self) -> None:
         """Remove the hook; never raises. Threads started during the run drop it on their next call."""

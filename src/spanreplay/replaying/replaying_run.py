@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextvars import Token
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import orjson
 
@@ -29,7 +29,7 @@ from spanreplay.model.payloads import encode_input
 from spanreplay.model.typed_hints import ReturnDecoder
 from spanreplay.readers import warn
 from spanreplay.recording.settings import masker
-from spanreplay.run.base import Decoder, Mode, Outcome, Run, Scope, current_run_var, current_scope_var
+from spanreplay.run.base import BoundaryCall, Decoder, Mode, Outcome, Run, Scope, current_run_var, current_scope_var
 from spanreplay.run.calls import Call
 
 from .breakpoints import AttemptedCall, BreakAt, Breakpoints
@@ -44,7 +44,7 @@ logger = logging.getLogger("spanreplay")
 
 T = TypeVar("T")
 
-__all__ = ["JoinedReplay", "ReplayingRun"]
+__all__ = ["JoinedReplay", "ReplayingRun", "served_value"]
 
 
 class ReplayingRun(Run):
@@ -60,6 +60,8 @@ class ReplayingRun(Run):
     mode = Mode.REPLAY
     # replay(guard=True) sets one: it watches the run for direct clock and random reads.
     guard: DirectCallGuard | None = None
+    # The guard while it watches: boundaries are served with its hook paused.
+    _watching: DirectCallGuard | None = None
     serves_recorded = True
 
     def __init__(
@@ -104,6 +106,16 @@ class ReplayingRun(Run):
         # the current ones are masked the same way before they are looked up or compared.
         self._names = NameMasker(matching)
 
+    @property
+    def replayed_log(self) -> EventLog:
+        return self.events
+
+    def end_note(self, raised: BaseException | None) -> str | None:
+        return (
+            f"spanreplay: replay of run {self.run_id} {self.outcome or 'ended'} "
+            f"({self.engine.served} of {len(self.events)} recorded steps served)."
+        )
+
     def refuse(self, error: SpanReplayError) -> None:
         self.engine.refuse(error)
 
@@ -114,8 +126,7 @@ class ReplayingRun(Run):
     def __enter__(self) -> ReplayingRun:
         self._activate(None)
         if self.guard is not None and self.guard.start():
-            # On the instance, so that an unguarded replay's boundaries pay nothing for it.
-            self.call_boundary = self.guard.paused(self.call_boundary)  # type: ignore[method-assign]
+            self._watching = self.guard
         return self
 
     def __exit__(
@@ -124,7 +135,7 @@ class ReplayingRun(Run):
         if self.guard is None:
             return self._exit(exc)
         self.guard.stop()
-        vars(self).pop("call_boundary", None)
+        self._watching = None
         try:
             return self._exit(exc)
         finally:
@@ -214,36 +225,40 @@ class ReplayingRun(Run):
         )
         raise first
 
-    def call_boundary(
-        self,
-        kind: str,
-        key: str,
-        input: Any,
-        fn: Callable[[], Any],
-        is_async: bool,
-        decode: Decoder | None,
-        attributes: dict[str, Any] | None,
-    ) -> Any:
+    def call(self, call: BoundaryCall) -> Any:
+        guard = self._watching
+        if guard is not None:
+            return guard.unwatched(self._serve, call, awaits=False)
+        return self._serve(call, awaits=False)
+
+    def call_async(self, call: BoundaryCall) -> Awaitable[Any]:
+        guard = self._watching
+        if guard is not None:
+            return cast(Awaitable[Any], guard.unwatched(self._serve, call, awaits=True))
+        return cast(Awaitable[Any], self._serve(call, awaits=True))
+
+    def _serve(self, call: BoundaryCall, *, awaits: bool) -> Any:
+        """Serve ``call`` from the recording; ``awaits``: the caller awaits the result (``call_async``)."""
+        kind, key = call.kind, call.key
         if kind == sc.KIND_TOOL and self.events.run.instrumentation:
+            attributes = call.attributes
             effect = attributes is not None and bool(attributes.get(sc.EFFECT))
             try:
-                live = unrecorded_tool(self.events, key, fn, live=self.live, effect=effect)
+                live = unrecorded_tool(self.events, key, call.function, live=self.live, effect=effect)
             except ReplayDivergenceError as error:
                 self.engine.refuse(error)  # the replay ends diverged even if the agent catches it
                 raise
             if live is not RECORDED:
                 return live
         scope, key, call_id, seq = self._next_call(kind, key)
-        data = self._encoded_input(kind, key, input, call_id)
+        data = self._encoded_input(kind, key, call.input, call_id)
         if self.overrides is not None and call_id in self.overrides:
-            served = self.take_override(scope.call_id, call_id, kind, key, seq, data, input)
-            return served.result_async(decode) if is_async or served.event.awaited else served.result(decode)
-        event = self._take(scope.call_id, call_id, kind, key, seq, data, input)
+            served = self.take_override(scope.call_id, call_id, kind, key, seq, data, call.input)
+            return served_value(served.event, served, call.decode, awaits=awaits)
+        event = self._take(scope.call_id, call_id, kind, key, seq, data, call.input)
         if event.effect:
             served_effect(self.engine, event)
-        if is_async or event.awaited:
-            return serve_recorded_async(event, decode)
-        return serve_recorded(event, decode)
+        return served_value(event, None, call.decode, awaits=awaits)
 
     def begin(
         self,
@@ -362,6 +377,18 @@ def serve_recorded(event: Event, decode: Decoder | None) -> Any:
     if event.output_types is not None or type(decode) is ReturnDecoder:
         return _typed_replay.served(event, value, decode)
     return decode(value)
+
+
+def served_value(event: Event, override: Served | None, decode: Decoder | None, *, awaits: bool) -> Any:
+    """What the code gets for a served step: ``event`` as recorded, or ``override`` in its place.
+
+    An awaitable when the caller awaits (``awaits``) or the recorded call was awaited.
+    """
+    if override is not None:
+        return override.result_async(decode) if awaits or event.awaited else override.result(decode)
+    if awaits or event.awaited:
+        return serve_recorded_async(event, decode)
+    return serve_recorded(event, decode)
 
 
 async def serve_recorded_async(event: Event, decode: Decoder | None) -> Any:

@@ -16,7 +16,7 @@ import itertools
 import logging
 import threading
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextvars import ContextVar, Token
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar, cast
@@ -29,19 +29,31 @@ from spanreplay.model.error_records import on_refusal
 from spanreplay.readers._base import SpanReplayWarning
 
 from . import branches as _branches
+from .boundary_call import BoundaryCall, Decoder
 from .context import current_run_id
 
 if TYPE_CHECKING:
+    from spanreplay.masking import MaskingSession
     from spanreplay.masking._names import NameMasker
+    from spanreplay.model.events import EventLog
 
     from .calls import Call
 
 logger = logging.getLogger("spanreplay")
 
 T = TypeVar("T")
-Decoder = Callable[[Any], Any]
 
-__all__ = ["Mode", "Outcome", "Run", "Scope", "current_run", "run_for_boundary", "set_process_run_factory"]
+__all__ = [
+    "BoundaryCall",
+    "Decoder",
+    "Mode",
+    "Outcome",
+    "Run",
+    "Scope",
+    "current_run",
+    "run_for_boundary",
+    "set_process_run_factory",
+]
 
 
 class Mode(enum.StrEnum):
@@ -151,8 +163,8 @@ def run_for_boundary(boundary: str) -> Run | None:
 def _unbound(boundary: str) -> None:
     """A boundary reached from a context with no run while runs are open elsewhere in the process."""
     with _open_lock:
-        replays = [r for r in _open_runs if r.mode is Mode.REPLAY]
-        recordings = [r.run_id for r in _open_runs if r.mode is not Mode.REPLAY]
+        replays = [r for r in _open_runs if not r.records]
+        recordings = [r.run_id for r in _open_runs if r.records]
     what = boundary or "a boundary"
     fix = (
         "Start the thread or task inside the run (threads, thread pools and asyncio tasks started "
@@ -225,11 +237,17 @@ class Run:
     """One execution of an agent, recorded or replayed. Use ``record()`` or ``replay()``.
 
     A Run is a context manager, sync (``with``) and async (``async with``).
+
+    What a boundary asks of its run is the contract below, the same for every kind
+    of run: ``call()``/``call_async()`` with a ``BoundaryCall``, ``begin()`` for work
+    that ends later, and the properties ``records``, ``serves_recorded`` and
+    ``replayed_log``. Code above the run never asks which class of run it holds.
     """
 
     mode: Mode
     # Whether boundaries hand over their decoders: the run serves recorded outputs (a
     # replay, a fork before it goes live), which come back with the types they had.
+    # A record() opened inside such a run joins it rather than recording a run of its own.
     serves_recorded: bool = False
     # Tasks and threads started in the run get branch scopes of their own (see _branches);
     # False only when replaying a run recorded before branches existed.
@@ -237,6 +255,8 @@ class Run:
     # Masks a name outside the payloads (a tool key, the agent, an exception class)
     # where a detector fires: set by each kind of run from the masker it works with.
     _names: NameMasker
+    # Masks payloads as the run records them (or as the replayed run recorded them); None: masking is off.
+    _masking: MaskingSession | None = None
 
     def __init__(self, run_id: str, agent: str) -> None:
         self.run_id = run_id
@@ -249,6 +269,34 @@ class Run:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.run_id} mode={self.mode.value}>"
+
+    # -- what the run does ----------------------------------------------------
+
+    @property
+    def records(self) -> bool:
+        """Whether the run writes its boundaries as spans (a recording, a fork); a replay writes none.
+
+        Span attributes that cost something to make (request attributes, a tool's
+        link to the model response it answers) are worth making only then.
+        """
+        return False
+
+    @property
+    def replayed_log(self) -> EventLog | None:
+        """The recording this run serves every boundary from (a replay), or None.
+
+        None when the real work may run: a recording, or a fork (which serves steps up
+        to its fork point, and records them anew).
+        """
+        return None
+
+    def end_note(self, raised: BaseException | None) -> str | None:
+        """A line for the person who started the program on how the run ended, or None.
+
+        Zero-code mode writes it to stderr when it ends a run it opened; ``raised``
+        is what the run ended with.
+        """
+        return None
 
     # -- boundary -------------------------------------------------------------
 
@@ -263,19 +311,22 @@ class Run:
         attributes: dict[str, Any] | None = None,
     ) -> T:
         """Run ``fn`` as boundary ``kind``/``key`` of this run; see ``spanreplay.boundary``."""
-        return cast(T, self.call_boundary(kind, key, input, fn, is_async(fn), decode, attributes))
+        call = BoundaryCall(kind=kind, key=key, input=input, function=fn, decode=decode, attributes=attributes)
+        return cast(T, self.call_async(call) if is_async(fn) else self.call(call))
 
-    def call_boundary(
-        self,
-        kind: str,
-        key: str,
-        input: Any,
-        fn: Callable[[], Any],
-        is_async: bool,
-        decode: Decoder | None,
-        attributes: dict[str, Any] | None,
-    ) -> Any:
-        """``boundary()`` once it is known whether ``fn`` is async (``@tool`` knows it up front)."""
+    def call(self, call: BoundaryCall) -> Any:
+        """Take boundary ``call``, whose function is sync, and return its result.
+
+        Recording runs the function and records its outcome; replay serves the
+        recorded one (an awaitable when the recorded call was awaited) and never runs it.
+        """
+        raise NotImplementedError
+
+    def call_async(self, call: BoundaryCall) -> Awaitable[Any]:
+        """``call()`` for a function that returns an awaitable: awaiting the result gives the outcome.
+
+        The call id and seq are taken now, when the boundary is called, not when it is awaited.
+        """
         raise NotImplementedError
 
     def begin(
@@ -286,6 +337,7 @@ class Run:
         *,
         attributes: dict[str, Any] | None = None,
         span_name: str | None = None,
+        input_json: bytes | None = None,
     ) -> Call:
         """Start boundary ``kind``/``key`` whose work ends later than the function that starts it.
 
@@ -294,6 +346,8 @@ class Run:
         record mode the span stays open until ``Call.finish()`` or ``Call.fail()``
         (or the run's end); in replay mode ``Call.recorded`` holds the recorded
         event (or the divergence error is raised here) and the real work must not run.
+        ``input_json`` is ``input`` already encoded by ``encode_input``, when the
+        caller has it: a replay then does not encode a large input twice.
         """
         raise NotImplementedError
 

@@ -6,7 +6,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import Any, Protocol, TypeVar
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
@@ -15,17 +15,34 @@ from spanreplay import semconv as sc
 from spanreplay.model.events import Event
 from spanreplay.model.payloads import encode_output, payload_attributes
 
-from .base import Mode, Run, Scope, current_scope_var
-
-if TYPE_CHECKING:
-    from spanreplay.recording.recording_run import RecordingRun
-
+from .base import Run, Scope, current_scope_var
 
 logger = logging.getLogger("spanreplay")
 
 T = TypeVar("T")
 
-__all__ = ["Call"]
+__all__ = ["Call", "Recorder"]
+
+
+class Recorder(Protocol):
+    """What records a call begun in record mode: the recording run, handed to the call that it begins."""
+
+    def finish_boundary(
+        self,
+        span: trace.Span | None,
+        kind: str,
+        key: str,
+        result: Any,
+        exc: BaseException | None,
+        *,
+        awaited: bool = False,
+    ) -> None: ...
+
+    def mask(self, kind: str, key: str, part: str, value: Any) -> tuple[Any, str | None]: ...
+
+    def mask_content(self, kind: str, key: str, attributes: dict[str, Any]) -> None: ...
+
+    def internal_failure(self, what: str) -> None: ...
 
 
 class Call:
@@ -41,7 +58,20 @@ class Call:
     it in both modes.
     """
 
-    __slots__ = ("_lock", "_span", "call_id", "ended", "key", "kind", "on_abandon", "recorded", "run", "scope", "seq")
+    __slots__ = (
+        "_lock",
+        "_recorder",
+        "_span",
+        "call_id",
+        "ended",
+        "key",
+        "kind",
+        "on_abandon",
+        "recorded",
+        "run",
+        "scope",
+        "seq",
+    )
 
     def __init__(
         self,
@@ -54,6 +84,7 @@ class Call:
         *,
         span: trace.Span | None = None,
         recorded: Event | None = None,
+        recorder: Recorder | None = None,
     ) -> None:
         self.run = run
         self.kind = kind
@@ -65,6 +96,8 @@ class Call:
         self.ended = recorded is not None
         self.on_abandon: Callable[[], None] | None = None
         self._span = span
+        # The recording run that began the call (record mode); None on replay, where a call records nothing.
+        self._recorder = recorder
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -98,7 +131,7 @@ class Call:
 
     def finish(self, output: Any, *, attributes: dict[str, Any] | None = None) -> None:
         """Record ``output`` and end the span (record mode; the first end wins)."""
-        recorder = self._recorder()
+        recorder = self._recorder
         if recorder is None or not self._claim():
             return
         self.set_attributes_unchecked(attributes)
@@ -106,7 +139,7 @@ class Call:
 
     def fail(self, exc: BaseException, *, output: Any = None, attributes: dict[str, Any] | None = None) -> None:
         """Record ``exc`` (and ``output`` too, when the failed work produced some) and end the span."""
-        recorder = self._recorder()
+        recorder = self._recorder
         if recorder is None or not self._claim():
             return
         self.set_attributes_unchecked(attributes)
@@ -140,12 +173,8 @@ class Call:
         except Exception:
             self._failure("set attributes on")
 
-    def _recorder(self) -> RecordingRun | None:
-        """The run as a recording, or None on replay (where a call records nothing)."""
-        return cast("RecordingRun", self.run) if self.run.mode is Mode.RECORD else None
-
     def _masked_content(self, attributes: dict[str, Any]) -> dict[str, Any]:
-        recorder = self._recorder()
+        recorder = self._recorder
         if recorder is not None and any(name in attributes for name, _ in sc.CONTENT_ATTRIBUTES):
             attributes = dict(attributes)
             recorder.mask_content(self.kind, self.key, attributes)
@@ -160,6 +189,6 @@ class Call:
         return True
 
     def _failure(self, what: str) -> None:
-        recorder = self._recorder()
+        recorder = self._recorder
         if recorder is not None:
             recorder.internal_failure(f"{what} call {self.call_id}")

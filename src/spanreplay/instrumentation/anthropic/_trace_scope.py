@@ -30,9 +30,7 @@ from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
 from opentelemetry.trace import StatusCode
 
 from spanreplay.errors import ConfigurationError, SpanReplayError, TraceFailedError
-from spanreplay.recording.alerts import launched_run, trace_location
-from spanreplay.recording.recording_run import RecordingRun
-from spanreplay.replaying.replaying_run import ReplayingRun
+from spanreplay.recording.alerts import launched_run
 from spanreplay.run.base import Run
 
 __all__ = ["OUTSIDE_ANY_TRACE", "RootSpanEnd", "TraceRuns", "end_run"]
@@ -96,23 +94,10 @@ def end_run(run: Run, exc_info: ExcInfo) -> None:
         sys.stderr.write(f"spanreplay: {exc}\n")
     finally:
         launched_run(run.run_id, None)
-    if isinstance(run, RecordingRun):
-        # Nothing else names an ok run to the person who started the program; a failed one's
-        # alert (the spanreplay.alerts logger) carries the replay command.
-        raised = exc_info[1]
-        if raised is None:
-            ended = "ended ok"
-        elif isinstance(raised, Exception):
-            ended = f"failed with {type(raised).__qualname__}"
-        else:
-            ended = f"was stopped by {type(raised).__qualname__}"
+    note = run.end_note(exc_info[1])
+    if note is not None:
         with contextlib.suppress(OSError, ValueError):  # stderr closed at exit: nothing to tell then
-            sys.stderr.write(f"spanreplay: run {run.run_id} {ended}; {trace_location(run.run_id)}\n")
-    if isinstance(run, ReplayingRun):
-        sys.stderr.write(
-            f"spanreplay: replay of run {run.run_id} {run.outcome or 'ended'} "
-            f"({run.engine.served} of {len(run.events)} recorded steps served).\n"
-        )
+            sys.stderr.write(note + "\n")
 
 
 class RootSpanEnd(SpanProcessor):

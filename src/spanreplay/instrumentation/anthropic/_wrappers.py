@@ -25,8 +25,7 @@ from anthropic import APIConnectionError, APIError
 from spanreplay import semconv as sc
 from spanreplay.errors import DifferentCallError, InputChangedError
 from spanreplay.recording.configuration import settings
-from spanreplay.replaying.replaying_run import ReplayingRun
-from spanreplay.run.base import Run, run_for_boundary
+from spanreplay.run.base import BoundaryCall, Run, run_for_boundary
 from spanreplay.run.calls import Call
 from spanreplay.sources.foreign import as_recorded
 from spanreplay.sources.foreign import attempts as foreign_attempts
@@ -88,10 +87,10 @@ def call_input(request_options: Any, endpoint: str, body: dict[str, Any] | None 
 
 def _begin(run: Run, instance: Any, request_options: Any, endpoint: str) -> tuple[Call, str]:
     value, model = call_input(request_options, endpoint)
-    value = as_recorded(run.events if isinstance(run, ReplayingRun) else None, value)
+    value = as_recorded(run.replayed_log, value)
     attributes: dict[str, Any] = {}
     try:
-        if not isinstance(run, ReplayingRun):  # replay emits no span to put them on
+        if run.records:  # replay emits no span to put them on
             url = instance.base_url
             attributes = request_attributes(value["body"], url.host, url.port, count_tokens=endpoint == "count_tokens")
     except Exception:
@@ -117,13 +116,14 @@ def _served_directly(
     call is begun from that (recording, the accelerator off, or a request the
     SDK's preparation would change).
     """
-    if not _direct.DIRECT.on or not isinstance(run, ReplayingRun):
+    log = run.replayed_log
+    if not _direct.DIRECT.on or log is None:
         return None, _direct.DECLINED
     body = _direct.plain_body(instance, cast_to, request_options, stream)
     if body is None:
         return None, _direct.DECLINED
     value, model = call_input(request_options, endpoint, body)
-    value = as_recorded(run.events, value)
+    value = as_recorded(log, value)
     input_json = _direct.encoded(value)
     if input_json is None:
         return None, _direct.DECLINED
@@ -140,9 +140,10 @@ def _model_changed(run: Run, exc: DifferentCallError, attempted: dict[str, Any])
     The key is the model, so the engine sees a different call; for a person it is
     the request that changed, and the request diff says how.
     """
-    if not isinstance(run, ReplayingRun) or exc.seq is None:
+    log = run.replayed_log
+    if log is None or exc.seq is None:
         return None
-    recorded = run.events.by_seq(exc.seq)
+    recorded = log.by_seq(exc.seq)
     if recorded is None or recorded.kind != sc.KIND_MODEL:
         return None
 
@@ -317,7 +318,7 @@ def _from_post(run: Run, instance: Any, args: tuple[Any, ...], kwargs: dict[str,
     whose resources were made before instrumenting reaches ``request()`` alone,
     which asks the same function.
     """
-    if not _direct.DIRECT.on or not isinstance(run, ReplayingRun) or len(args) > 1 or "cast_to" not in kwargs:
+    if not _direct.DIRECT.on or run.replayed_log is None or len(args) > 1 or "cast_to" not in kwargs:
         return None, _direct.DECLINED
     path = args[0] if args else kwargs.get("path")
     endpoint = _ENDPOINTS.get(path.split("?", 1)[0]) if isinstance(path, str) else None
@@ -460,14 +461,7 @@ def run_tool_sync(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, .
     run = run_for_boundary("an Anthropic tool runner call")
     if run is None:
         return wrapped(*args, **kwargs)
-    tool_use = _tool_call(args, kwargs)
-    return run.boundary(
-        sc.KIND_TOOL,
-        str(tool_use.name),
-        tool_use.input,
-        lambda: wrapped(*args, **kwargs),
-        attributes={sc.GEN_AI_TOOL_CALL_ID: str(tool_use.id)},
-    )
+    return run.call(_tool_boundary(_tool_call(args, kwargs), partial(wrapped, *args, **kwargs)))
 
 
 async def run_tool_async(
@@ -476,11 +470,19 @@ async def run_tool_async(
     run = run_for_boundary("an Anthropic tool runner call")
     if run is None:
         return await wrapped(*args, **kwargs)
-    tool_use = _tool_call(args, kwargs)
 
     async def work() -> Any:
         return await wrapped(*args, **kwargs)
 
-    return await run.boundary(
-        sc.KIND_TOOL, str(tool_use.name), tool_use.input, work, attributes={sc.GEN_AI_TOOL_CALL_ID: str(tool_use.id)}
+    return await run.call_async(_tool_boundary(_tool_call(args, kwargs), work))
+
+
+def _tool_boundary(tool_use: Any, work: Callable[[], Any]) -> BoundaryCall:
+    """The boundary call of the tool runner's execution of ``tool_use``."""
+    return BoundaryCall(
+        kind=sc.KIND_TOOL,
+        key=str(tool_use.name),
+        input=tool_use.input,
+        function=work,
+        attributes={sc.GEN_AI_TOOL_CALL_ID: str(tool_use.id)},
     )

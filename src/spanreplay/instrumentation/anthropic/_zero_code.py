@@ -33,13 +33,11 @@ from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 
 from spanreplay._environment import environment
+from spanreplay.api.runs import fork, recording, replay
 from spanreplay.errors import ConfigurationError, SpanReplayError
 from spanreplay.recording.alerts import Launch, launched_run
 from spanreplay.recording.configuration import configure
-from spanreplay.recording.recording_run import RecordingRun
-from spanreplay.replaying.forking_run import ForkingRun
 from spanreplay.replaying.overrides import overrides_from_file
-from spanreplay.replaying.replaying_run import ReplayingRun
 from spanreplay.run.base import Run, set_process_run_factory
 
 from ._trace_scope import RootSpanEnd, TraceRuns, end_run
@@ -84,8 +82,8 @@ def start_from_environment() -> None:
         # Taken now: the program may change directory before a run ends.
         launch = Launch.of_this_process(trace_scope=scope == "trace")
 
-        def recording_run() -> RecordingRun:
-            run = RecordingRun(_agent_name(), run_id)
+        def recording_run() -> Run:
+            run = recording(_agent_name(), run_id)
             launched_run(run.run_id, launch)  # its alert names this program's command line, not --entry
             return run
 
@@ -135,7 +133,7 @@ def _install(make: Any, scope: str, *, replaying: bool) -> None:
     set_process_run_factory(_trace_runs.current)
 
 
-def _replaying_run() -> ReplayingRun:
+def _replaying_run() -> Run:
     from spanreplay.api.loading import load
 
     env = environment()
@@ -146,10 +144,10 @@ def _replaying_run() -> ReplayingRun:
             "(and SPANREPLAY_RUN_ID when it holds more than one run)."
         )
     overrides = overrides_from_file(env.overrides) if env.overrides else None
-    return ReplayingRun(load(source, env.run_id), overrides=overrides)
+    return replay(load(source, env.run_id), overrides=overrides)
 
 
-def _forking_run() -> ForkingRun:
+def _forking_run() -> Run:
     """``SPANREPLAY_MODE=fork``: what ``spanreplay fork SOURCE RUN -- COMMAND`` starts the command in."""
     from spanreplay.api.loading import load
 
@@ -163,7 +161,7 @@ def _forking_run() -> ForkingRun:
     if at and (not at.isdecimal() or len(at) > 18):
         raise ConfigurationError(f"SPANREPLAY_FORK_AT is {at!r}, not a seq; give the seq of a step (1, 2, ...).")
     overrides = overrides_from_file(env.overrides) if env.overrides else None
-    return ForkingRun(
+    return fork(
         load(env.source, env.run_id),
         at=int(at) if at else None,
         overrides=overrides,
