@@ -17,8 +17,8 @@ import click
 from rich.text import Text
 
 from spanreplay.model.events import RunSummary
-from spanreplay.readers import STDIN
 from spanreplay.sources import open_source
+from spanreplay.sources.kinds import SourceKind, source_kind
 
 from ._check_processes import fresh_processes, replay_in_fresh_process
 from ._check_run import COMPLETED, DIVERGED, ERROR, REPRODUCED, Verdict
@@ -114,7 +114,7 @@ def check_command(
     Each run is replayed in a fresh Python process, so no module state of the
     entry point carries over from one run to the next.
     """
-    if source == STDIN:
+    if source_kind(source) is SourceKind.STDIN:
         raise BadInput(
             "spanreplay check reads its source once per run, so it cannot read stdin; save the spans to a "
             "file (or a directory of files) and pass that."

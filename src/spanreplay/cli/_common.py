@@ -18,6 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from spanreplay.model.events import RunSummary
+from spanreplay.sources.kinds import is_postgres_dsn
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import TracerProvider
@@ -85,6 +86,12 @@ class BadInput(click.ClickException):
 
     def show(self, file: Any = None) -> None:
         error_console().print(Text.assemble(("error: ", "bold red"), self.format_message()), soft_wrap=True)
+
+
+def require_postgres_dsn(dsn: str) -> None:
+    """Refuse, as bad input, a DSN argument that names no Postgres database."""
+    if not is_postgres_dsn(dsn):
+        raise BadInput(f"{dsn!r} is not a Postgres DSN; write postgresql://USER@HOST:PORT/DATABASE.")
 
 
 # Characters that drive a terminal rather than show: C0 (ESC among them), DEL, C1, and the

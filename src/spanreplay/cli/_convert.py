@@ -16,6 +16,7 @@ from spanreplay.errors import RunNotFoundError, TraceFormatError
 from spanreplay.model.spans import SpanRecord
 from spanreplay.readers import MalformedTrace, iter_spans, writers
 from spanreplay.sources import backends as _backends
+from spanreplay.sources.kinds import is_backend
 
 from ._common import BadInput, console
 
@@ -71,7 +72,7 @@ class CountedSpans:
 
 
 def select_spans(source: str, run_id: str | None) -> Iterator[SpanRecord]:
-    if _backends.is_backend(source):
+    if is_backend(source):
         if run_id is None:
             raise BadInput(f"{source} is a backend: name the run to convert with --run RUN (a run id or a trace id).")
         backend = _backends.parse(source)

@@ -4,12 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ._common import BadInput, console
-
-
-def _check_dsn(dsn: str) -> None:
-    if not dsn.startswith(("postgresql://", "postgres://")):
-        raise BadInput(f"{dsn!r} is not a Postgres DSN; write postgresql://USER@HOST:PORT/DATABASE.")
+from ._common import console, require_postgres_dsn
 
 
 @click.group("db")
@@ -35,7 +30,7 @@ def upgrade_command(dsn: str, show_sql: bool) -> None:
             out.print(f"-- migration {migration.version}: {migration.name}", markup=False)
             out.print(migration.sql.strip(), markup=False, highlight=False)
         return
-    _check_dsn(dsn)
+    require_postgres_dsn(dsn)
     applied = upgrade(dsn)
     where = describe(dsn)
     for migration in applied:
@@ -54,7 +49,7 @@ def status_command(dsn: str) -> None:
     from spanreplay.sources.postgres.connect import describe
     from spanreplay.sources.postgres.schema import LATEST, missing_schema_message, version
 
-    _check_dsn(dsn)
+    require_postgres_dsn(dsn)
     found = version(dsn)
     out = console()
     if found >= LATEST:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ._common import BadInput, console
+from ._common import console, require_postgres_dsn
 
 
 @click.command("export")
@@ -21,8 +21,7 @@ def export_command(source: str, dsn: str, batch_size: int) -> None:
     as they are, so it also fills in the steps a live exporter could not write
     while the database was down.
     """
-    if not dsn.startswith(("postgresql://", "postgres://")):
-        raise BadInput(f"{dsn!r} is not a Postgres DSN; write postgresql://USER@HOST:PORT/DATABASE.")
+    require_postgres_dsn(dsn)
     from spanreplay.recording.postgres.backfill import export
     from spanreplay.sources.postgres.connect import describe
 

@@ -19,6 +19,7 @@ from spanreplay.errors import UnsafeTraceValueError
 from spanreplay.model.events import EventLog
 from spanreplay.model.run_ids import checked_run_id, path_inside
 from spanreplay.readers import writers
+from spanreplay.sources.kinds import is_postgres_dsn
 
 from ._common import BadInput, console
 from ._convert import CountedSpans, select_spans, write_spans
@@ -55,7 +56,7 @@ def export_test_command(source: str, run_id: str, entry: str, output: Path | Non
     SOURCE is anything `spanreplay convert` reads (not Postgres, which keeps
     steps, not spans).
     """
-    if source.startswith(("postgresql://", "postgres://")):
+    if is_postgres_dsn(source):
         raise BadInput(
             f"export-test copies the run's spans, and Postgres keeps its steps, not its spans; export run {run_id} "
             "from the trace files, a Collector file or a Jaeger or Tempo backend instead."

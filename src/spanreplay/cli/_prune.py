@@ -32,7 +32,7 @@ from spanreplay.readers._json_lines import BOM
 from spanreplay.readers._sources import GZIP_MAGIC
 from spanreplay.readers._zstd import MAGIC as ZSTD_MAGIC
 from spanreplay.run.salts import SALT_DIR, salt_path
-from spanreplay.sources.runlog import RUN_MARKER
+from spanreplay.sources import RUN_MARKER, is_postgres_dsn
 
 from ._common import BadInput, console, printable, warn
 
@@ -111,7 +111,7 @@ def prune_command(source: str, success: str, failure: str, dry_run: bool) -> Non
     """
     policy = Policy(parse_duration(success, "--success"), parse_duration(failure, "--failure"), datetime.now(UTC))
     files: _FilesPruned | None = None
-    if source.startswith(("postgresql://", "postgres://")):
+    if is_postgres_dsn(source):
         removals, kept = _prune_postgres(source, policy, dry_run)
     else:
         files = _prune_files(source, policy, dry_run)

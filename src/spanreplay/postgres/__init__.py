@@ -24,7 +24,8 @@ from spanreplay.errors import PostgresError
 from spanreplay.recording.postgres.exporter import COMMIT_VARIABLE, DSN_VARIABLE, MODE_VARIABLE, attach
 from spanreplay.recording.postgres.processor import PostgresSpanProcessor
 from spanreplay.recording.postgres.writes import PostgresExportStats
-from spanreplay.sources.postgres.connect import describe, is_postgres_dsn
+from spanreplay.sources.kinds import is_postgres_dsn
+from spanreplay.sources.postgres.connect import describe
 from spanreplay.sources.postgres.schema import LATEST, MIGRATIONS, Migration, upgrade, version
 from spanreplay.sources.postgres.source import PostgresSource, load, runs
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from spanreplay import semconv as sc
 from spanreplay.model.spans import SpanEventRecord, SpanLinkRecord, SpanRecord
 
 from ._base import MalformedTrace, array, base64_bytes, integer, number, obj, text, timestamp
@@ -19,18 +20,18 @@ from ._base import MalformedTrace, array, base64_bytes, integer, number, obj, te
 _KINDS = {"unspecified": 0, "internal": 1, "server": 2, "client": 3, "producer": 4, "consumer": 5}
 _STATUS = {"OK": 1, "ERROR": 2}
 # The OTLP link attribute Jaeger's translator writes for every reference it keeps as a link.
-REF_TYPE = "opentracing.ref_type"
+REF_TYPE = sc.OPENTRACING_REF_TYPE
 _REF_TYPES = {"CHILD_OF": "child_of", "FOLLOWS_FROM": "follows_from"}
 # Tags Jaeger adds when it converts OTLP; they become span fields again here.
 _SPAN_FIELD_TAGS = (
-    "span.kind",
-    "otel.scope.name",
-    "otel.scope.version",
-    "otel.library.name",
-    "otel.library.version",
-    "otel.status_code",
-    "otel.status_description",
-    "w3c.tracestate",
+    sc.JAEGER_SPAN_KIND,
+    sc.OTEL_SCOPE_NAME,
+    sc.OTEL_SCOPE_VERSION,
+    sc.OTEL_LIBRARY_NAME,
+    sc.OTEL_LIBRARY_VERSION,
+    sc.OTEL_STATUS_CODE,
+    sc.OTEL_STATUS_DESCRIPTION,
+    sc.W3C_TRACESTATE,
 )
 
 
@@ -63,7 +64,7 @@ def spans_from_trace(trace: Any, origin: str) -> Iterator[SpanRecord]:
 def _process(process: Mapping[str, Any]) -> dict[str, Any]:
     resource = _tags(process.get("tags"))
     if "serviceName" in process:
-        resource["service.name"] = text(process["serviceName"], "a serviceName string")
+        resource[sc.SERVICE_NAME] = text(process["serviceName"], "a serviceName string")
     return resource
 
 
@@ -91,11 +92,11 @@ def _span(span: Mapping[str, Any], processes: Mapping[str, dict[str, Any]], orig
     # Jaeger with the duration -startTime, so ending at 0; ending before that is not a time.
     if start_us + duration_us < 0:
         raise MalformedTrace(f"expected a duration in microseconds of -startTime or more, found {duration_us}")
-    kind = _KINDS.get(str(tags.get("span.kind", "")).lower(), 0)
+    kind = _KINDS.get(str(tags.get(sc.JAEGER_SPAN_KIND, "")).lower(), 0)
     status_code, status_message = _status(tags)
-    scope_name = str(tags.get("otel.scope.name", tags.get("otel.library.name", "")))
-    scope_version = str(tags.get("otel.scope.version", tags.get("otel.library.version", "")))
-    trace_state = str(tags.get("w3c.tracestate", ""))
+    scope_name = str(tags.get(sc.OTEL_SCOPE_NAME, tags.get(sc.OTEL_LIBRARY_NAME, "")))
+    scope_version = str(tags.get(sc.OTEL_SCOPE_VERSION, tags.get(sc.OTEL_LIBRARY_VERSION, "")))
+    trace_state = str(tags.get(sc.W3C_TRACESTATE, ""))
     for name in _SPAN_FIELD_TAGS:
         tags.pop(name, None)
     process_id = span.get("processID")
@@ -129,11 +130,11 @@ def _status(tags: dict[str, Any]) -> tuple[int, str]:
     As in Jaeger's translator: ``error=true`` is the last word on an error and is
     removed; otherwise ``otel.status_code`` decides.
     """
-    code = _STATUS.get(str(tags.get("otel.status_code", "")).upper(), 0)
-    if tags.get("error") is True:
-        del tags["error"]
+    code = _STATUS.get(str(tags.get(sc.OTEL_STATUS_CODE, "")).upper(), 0)
+    if tags.get(sc.JAEGER_ERROR) is True:
+        del tags[sc.JAEGER_ERROR]
         code = 2
-    return code, str(tags.get("otel.status_description", "")) if code else ""
+    return code, str(tags.get(sc.OTEL_STATUS_DESCRIPTION, "")) if code else ""
 
 
 def _log(log: Mapping[str, Any]) -> SpanEventRecord:

@@ -215,14 +215,14 @@ class BoundarySpan(trace_api.Span, ReadableSpan):
         module = type(exception).__module__
         qualname = type(exception).__qualname__
         recorded: dict[str, Any] = {
-            "exception.type": f"{module}.{qualname}" if module and module != "builtins" else qualname,
-            "exception.message": str(exception),
-            "exception.stacktrace": "".join(traceback.format_exception(exception)),
-            "exception.escaped": str(escaped),
+            sc.EXCEPTION_TYPE: f"{module}.{qualname}" if module and module != "builtins" else qualname,
+            sc.EXCEPTION_MESSAGE: str(exception),
+            sc.EXCEPTION_STACKTRACE: "".join(traceback.format_exception(exception)),
+            sc.EXCEPTION_ESCAPED: str(escaped),
         }
         if attributes:
             recorded.update(attributes)
-        self.add_event("exception", recorded, timestamp)
+        self.add_event(sc.EXCEPTION_EVENT, recorded, timestamp)
 
     def end(self, end_time: int | None = None) -> None:
         if self._end_time is not None:

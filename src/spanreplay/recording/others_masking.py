@@ -30,13 +30,13 @@ from opentelemetry.sdk.trace import Span as SdkSpan
 from opentelemetry.sdk.util import BoundedList
 from opentelemetry.trace import Link, Status
 
+from spanreplay import semconv as sc
 from spanreplay.masking import Masker
 
 logger = logging.getLogger("spanreplay")
 
 __all__ = ["OthersMasking", "bounded_list", "mask_sdk_span"]
 
-_EXCEPTION_EVENT: Final = "exception"
 _PRIMITIVE: Final = (str, bool, int, float)
 
 
@@ -110,7 +110,7 @@ class OthersMasking:
         for event in events:
             name = self.text(event.name)
             attributes = event.attributes or {}
-            part = "error" if event.name == _EXCEPTION_EVENT else "output"
+            part = "error" if event.name == sc.EXCEPTION_EVENT else "output"
             masked = self.attributes(kind, key, attributes, part) if attributes else {}
             if name == event.name and masked == dict(attributes):
                 out.append(event)

@@ -1,7 +1,8 @@
 """Sources: where runs are read back from, behind one protocol.
 
 ``open_source`` (``registry``) turns what the user typed into a ``Source``
-(``protocol``): trace files and stdin (``files``, through the format readers of
+(``protocol``) of the kind ``source_kind`` (``kinds``) says it names: trace
+files and stdin (``files``, through the format readers of
 ``spanreplay.readers``), Jaeger and Tempo (``backends``), Postgres
 (``spanreplay.sources.postgres.source``). Span sources build their EventLogs and run
 listings with ``runlog``. ``spanreplay.load()`` and ``spanreplay.runs()`` and
@@ -9,6 +10,7 @@ the CLI read every source through here; ``runs()`` gets its cost columns from
 ``spanreplay.cost``.
 """
 
+from .kinds import SourceKind, is_postgres_dsn, source_kind
 from .protocol import Source, SpanSource
 from .registry import open_source
 from .runlog import RUN_MARKER, SpanTap, build_log, summaries
@@ -16,9 +18,12 @@ from .runlog import RUN_MARKER, SpanTap, build_log, summaries
 __all__ = [
     "RUN_MARKER",
     "Source",
+    "SourceKind",
     "SpanSource",
     "SpanTap",
     "build_log",
+    "is_postgres_dsn",
     "open_source",
+    "source_kind",
     "summaries",
 ]

@@ -42,7 +42,6 @@ from spanreplay.readers import Incomplete, MalformedTrace, document_spans
 from .foreign import foreign_log
 from .runlog import SpanTap, build_log, only_run, summaries
 
-SCHEMES: Final = ("jaeger+http://", "jaeger+https://", "tempo+http://", "tempo+https://")
 _NAMES: Final = {"jaeger": "Jaeger", "tempo": "Tempo"}
 _PORTS: Final = {"jaeger": 16686, "tempo": 3200}
 _LOOKBACK_UNITS: Final = {"m": 60, "h": 3600, "d": 86400}
@@ -51,10 +50,6 @@ DEFAULT_LIMIT: Final = 20
 DEFAULT_TIMEOUT_S: Final = 30.0
 _TRACE_ID = re.compile(r"[0-9a-fA-F]{16}|[0-9a-fA-F]{32}")
 _SETTINGS: Final = ("service", "lookback", "limit", "timeout")
-
-
-def is_backend(source: str) -> bool:
-    return source.startswith(SCHEMES)
 
 
 def is_trace_id(text: str) -> bool:
@@ -87,7 +82,10 @@ class Backend:
 def parse(source: str) -> Backend:
     """The backend a ``jaeger+http(s)://`` or ``tempo+http(s)://`` source names."""
     kind, _, rest = source.partition("+")
-    parts = urllib.parse.urlsplit(rest)
+    try:
+        parts = urllib.parse.urlsplit(rest)
+    except ValueError as exc:  # an unbalanced [ of an IPv6 host
+        raise TraceFormatError(f"{source!r} is not a URL ({exc}); write {kind}+http://HOST:PORT.") from None
     if not parts.hostname:
         raise TraceFormatError(
             f"{source!r} names no host; write {kind}+http://HOST:{_PORTS.get(kind, 80)}.", source=source

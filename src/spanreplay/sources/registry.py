@@ -1,21 +1,18 @@
 """The one place a source string becomes a Source: ``open_source``.
 
 A new kind of source is a class that keeps ``protocol.Source`` (and
-``SpanSource`` when it holds spans), plus one line below that recognises it.
+``SpanSource`` when it holds spans), a ``SourceKind`` that ``kinds.source_kind``
+recognises, and one line below that opens it.
 """
 
 from __future__ import annotations
 
 import os
 
-from spanreplay.readers import STDIN
-
-from .backends import SCHEMES as BACKEND_SCHEMES
 from .backends import BackendSource
 from .files import FileSource, StdinSource
+from .kinds import SourceKind, source_kind
 from .protocol import Source
-
-POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
 
 def open_source(source: str | os.PathLike[str]) -> Source:
@@ -24,13 +21,14 @@ def open_source(source: str | os.PathLike[str]) -> Source:
     Nothing is read yet, except that a backend URL is parsed (and refused when malformed).
     """
     name = os.fspath(source)
-    if name.startswith(POSTGRES_SCHEMES):
+    kind = source_kind(name)
+    if kind is SourceKind.POSTGRES:
         # Imported here: psycopg is an optional dependency, needed only for this kind.
         from .postgres.source import PostgresSource
 
         return PostgresSource(name)
-    if name.startswith(BACKEND_SCHEMES):
+    if kind is SourceKind.BACKEND:
         return BackendSource(name)
-    if name == STDIN:
+    if kind is SourceKind.STDIN:
         return StdinSource()
     return FileSource(source)

@@ -41,22 +41,22 @@ CONTENT_ATTRIBUTES: Final[Mapping[str, str]] = {
     sc.GEN_AI_SYSTEM_INSTRUCTIONS: "input",
     sc.GEN_AI_OUTPUT_MESSAGES: "output",
     sc.GEN_AI_REQUEST_STOP_SEQUENCES: "input",
-    "gen_ai.tool.call.arguments": "input",
-    "gen_ai.tool.call.result": "output",
-    "gen_ai.tool.definitions": "input",
-    "anthropic.tool_result.content": "output",
+    sc.GEN_AI_TOOL_CALL_ARGUMENTS: "input",
+    sc.GEN_AI_TOOL_CALL_RESULT: "output",
+    sc.GEN_AI_TOOL_DEFINITIONS: "input",
+    sc.ANTHROPIC_TOOL_RESULT_CONTENT: "output",
     # On exception events: the message and traceback may quote the request.
-    "exception.message": "error",
-    "exception.stacktrace": "error",
+    sc.EXCEPTION_MESSAGE: "error",
+    sc.EXCEPTION_STACKTRACE: "error",
 }
 # Older conventions (and OpenLLMetry) flatten content into numbered attributes:
 # gen_ai.prompt.0.content, gen_ai.completion.0.content.
-CONTENT_PREFIXES: Final = (("gen_ai.prompt.", "input"), ("gen_ai.completion.", "output"))
+CONTENT_PREFIXES: Final = ((sc.GEN_AI_PROMPT_PREFIX, "input"), (sc.GEN_AI_COMPLETION_PREFIX, "output"))
 
 
 def _part(name: str) -> str | None:
     part = CONTENT_ATTRIBUTES.get(name)
-    if part is None and name.startswith("gen_ai."):
+    if part is None and name.startswith(sc.GEN_AI_NAMESPACE):
         for prefix, prefix_part in CONTENT_PREFIXES:
             if name.startswith(prefix):
                 return prefix_part

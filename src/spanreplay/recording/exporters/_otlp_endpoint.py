@@ -12,13 +12,12 @@ from typing import Any, Final
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 from opentelemetry.sdk.trace.export import SpanExporter
 
+from spanreplay import semconv as sc
 from spanreplay.errors import ConfigurationError
 
 from ._otlp_failures import note_response
 
 PROTOCOLS: Final = ("grpc", "http/protobuf")
-DEPLOYMENT_ENVIRONMENT: Final = "deployment.environment"
-DEPLOYMENT_ENVIRONMENT_NAME: Final = "deployment.environment.name"
 _DEFAULT_SERVICE: Final = "agent"
 
 
@@ -39,10 +38,10 @@ def resource(service_name: str | None = None, extra: dict[str, Any] | None = Non
     found = dict(created.attributes)
     if str(found.get(SERVICE_NAME, "")).startswith("unknown_service"):
         found[SERVICE_NAME] = _DEFAULT_SERVICE
-    environment = found.get(DEPLOYMENT_ENVIRONMENT_NAME, found.get(DEPLOYMENT_ENVIRONMENT))
+    environment = found.get(sc.DEPLOYMENT_ENVIRONMENT_NAME, found.get(sc.DEPLOYMENT_ENVIRONMENT))
     if environment is not None:
-        found.setdefault(DEPLOYMENT_ENVIRONMENT_NAME, environment)
-        found.setdefault(DEPLOYMENT_ENVIRONMENT, environment)
+        found.setdefault(sc.DEPLOYMENT_ENVIRONMENT_NAME, environment)
+        found.setdefault(sc.DEPLOYMENT_ENVIRONMENT, environment)
     return Resource(found, created.schema_url)
 
 

@@ -47,19 +47,19 @@ __all__ = [
 
 # On each foreign event (in memory, never written): who recorded it, what of the
 # request replay compares, and what it lacks for an exact replay.
-INSTRUMENTATION: Final = "spanreplay.sources.foreign.instrumentation"
-COMPARED: Final = "spanreplay.sources.foreign.compared"
-GAPS: Final = "spanreplay.sources.foreign.gaps"
+INSTRUMENTATION: Final = sc.FOREIGN_INSTRUMENTATION
+COMPARED: Final = sc.FOREIGN_COMPARED
+GAPS: Final = sc.FOREIGN_GAPS
 _TRACE_ID = re.compile(r"[0-9a-f]{32}")
 # The span attributes a foreign step keeps: its models and token counts (what the HTML
 # report prices), never its content, which the step's input and output hold.
 _KEPT: Final = (
-    "gen_ai.usage.",
-    "gen_ai.request.model",
-    "gen_ai.response.model",
-    "gen_ai.operation.name",
-    "llm.token_count.",
-    "llm.model_name",
+    sc.GEN_AI_USAGE_PREFIX,
+    sc.GEN_AI_REQUEST_MODEL,
+    sc.GEN_AI_RESPONSE_MODEL,
+    sc.GEN_AI_OPERATION_NAME,
+    sc.LLM_TOKEN_COUNT_PREFIX,
+    sc.LLM_MODEL_NAME,
 )
 
 
@@ -72,7 +72,7 @@ def is_foreign_span(span: SpanRecord) -> bool:
     attributes = span.attributes
     if sc.RUN_ID in attributes:
         return False
-    kind = attributes.get(_openinference.SPAN_KIND)
+    kind = attributes.get(sc.OPENINFERENCE_SPAN_KIND)
     if kind is not None:
         return kind in ("LLM", "TOOL")
     return _genai.is_model_call(attributes) or _genai.is_tool_call(attributes)
@@ -81,7 +81,7 @@ def is_foreign_span(span: SpanRecord) -> bool:
 def read_span(span: SpanRecord) -> ForeignCall | None:
     if not is_foreign_span(span):
         return None
-    call = _openinference.read(span) if _openinference.SPAN_KIND in span.attributes else _genai.read(span)
+    call = _openinference.read(span) if sc.OPENINFERENCE_SPAN_KIND in span.attributes else _genai.read(span)
     if call is not None:
         call.gaps.extend(content_gaps(call))
     return call

@@ -33,8 +33,13 @@ from ._calls import (
     tool_result_content,
 )
 
-_MODEL_OPERATIONS: Final = frozenset({"chat", "text_completion", "generate_content"})
-_PROMPT = re.compile(r"^gen_ai\.(prompt|completion)\.(\d+)\.(.+)$")
+_MODEL_OPERATIONS: Final = frozenset({sc.OPERATION_CHAT, sc.OPERATION_TEXT_COMPLETION, sc.OPERATION_GENERATE_CONTENT})
+_FLATTENED: Final = {"prompt": sc.GEN_AI_PROMPT_PREFIX, "completion": sc.GEN_AI_COMPLETION_PREFIX}
+_FIRST_PROMPT_ROLE: Final = f"{sc.GEN_AI_PROMPT_PREFIX}0.role"
+_FIRST_COMPLETION_ROLE: Final = f"{sc.GEN_AI_COMPLETION_PREFIX}0.role"
+_FIRST_COMPLETION_CONTENT: Final = f"{sc.GEN_AI_COMPLETION_PREFIX}0.content"
+_FIRST_FINISH_REASON: Final = f"{sc.GEN_AI_COMPLETION_PREFIX}0.finish_reason"
+_INDEXED = re.compile(r"^(\d+)\.(.+)$")
 _SCOPES: Final = {"opentelemetry.instrumentation.anthropic": OPENLLMETRY}
 # The SDK's tracer scope; a platform client's has the platform after it.
 _ANTHROPIC_SCOPE: Final = "com.anthropic.sdk"
@@ -50,11 +55,11 @@ def is_model_call(attributes: Mapping[str, Any]) -> bool:
     operation = attributes.get(sc.GEN_AI_OPERATION_NAME)
     if isinstance(operation, str):
         return operation in _MODEL_OPERATIONS
-    return "gen_ai.input.messages" in attributes or "gen_ai.prompt.0.role" in attributes
+    return sc.GEN_AI_INPUT_MESSAGES in attributes or _FIRST_PROMPT_ROLE in attributes
 
 
 def is_tool_call(attributes: Mapping[str, Any]) -> bool:
-    return attributes.get(sc.GEN_AI_OPERATION_NAME) == "execute_tool"
+    return attributes.get(sc.GEN_AI_OPERATION_NAME) == sc.OPERATION_EXECUTE_TOOL
 
 
 def read(span: SpanRecord) -> ForeignCall | None:
@@ -68,19 +73,19 @@ def read(span: SpanRecord) -> ForeignCall | None:
     body: dict[str, Any] = {"model": model}
     if isinstance(attributes.get(sc.GEN_AI_REQUEST_MAX_TOKENS), int):
         body["max_tokens"] = attributes[sc.GEN_AI_REQUEST_MAX_TOKENS]
-    system = json_attribute(attributes, "gen_ai.system_instructions")
+    system = json_attribute(attributes, sc.GEN_AI_SYSTEM_INSTRUCTIONS)
     if isinstance(system, list):
         body["system"] = [_block(part) for part in system if isinstance(part, dict)]
-    inputs = json_attribute(attributes, "gen_ai.input.messages")
+    inputs = json_attribute(attributes, sc.GEN_AI_INPUT_MESSAGES)
     if isinstance(inputs, list):
         body["messages"] = _messages(inputs)
-    elif "gen_ai.prompt.0.role" in attributes:
+    elif _FIRST_PROMPT_ROLE in attributes:
         body["messages"], old_system = _flattened(attributes, "prompt")
         if old_system is not None:
             body["system"] = old_system
     else:
         call.gaps.append("no recorded request messages (content capture was off): the request is not compared")
-    tools = json_attribute(attributes, "gen_ai.tool.definitions")
+    tools = json_attribute(attributes, sc.GEN_AI_TOOL_DEFINITIONS)
     if isinstance(tools, list):
         body["tools"] = tools
     elif call.instrumentation == ANTHROPIC_SDK:
@@ -88,23 +93,23 @@ def read(span: SpanRecord) -> ForeignCall | None:
     call.request = body
     call.recorded = tuple(sorted(body))
     call.message = _message(attributes, model, call.gaps)
-    request_id = attributes.get("anthropic.request.id")
+    request_id = attributes.get(sc.ANTHROPIC_REQUEST_ID)
     call.request_id = request_id if isinstance(request_id, str) else ""
-    if attributes.get("anthropic.content.truncated") is True:
-        call.gaps.append("content truncated by the instrumentation (anthropic.content.truncated)")
+    if attributes.get(sc.ANTHROPIC_CONTENT_TRUNCATED) is True:
+        call.gaps.append(f"content truncated by the instrumentation ({sc.ANTHROPIC_CONTENT_TRUNCATED})")
     return call
 
 
 def _tool_call(span: SpanRecord) -> ForeignCall:
     attributes = span.attributes
-    name = attributes.get(sc.GEN_AI_TOOL_NAME) or span.name.removeprefix("execute_tool ")
+    name = attributes.get(sc.GEN_AI_TOOL_NAME) or span.name.removeprefix(f"{sc.OPERATION_EXECUTE_TOOL} ")
     call = ForeignCall(instrumentation(span), "tool", str(name))
     call.tool_call_id = str(attributes.get(sc.GEN_AI_TOOL_CALL_ID) or "")
-    call.tool_input = json_attribute(attributes, "gen_ai.tool.call.arguments")
-    call.has_output = "gen_ai.tool.call.result" in attributes
+    call.tool_input = json_attribute(attributes, sc.GEN_AI_TOOL_CALL_ARGUMENTS)
+    call.has_output = sc.GEN_AI_TOOL_CALL_RESULT in attributes
     if call.has_output:
-        result = json_attribute(attributes, "gen_ai.tool.call.result")
-        call.tool_output = attributes["gen_ai.tool.call.result"] if result is None else result
+        result = json_attribute(attributes, sc.GEN_AI_TOOL_CALL_RESULT)
+        call.tool_output = attributes[sc.GEN_AI_TOOL_CALL_RESULT] if result is None else result
     else:
         call.gaps.append(f"tool {call.name}: no recorded result, will run live")
     return call
@@ -155,10 +160,11 @@ def _messages(messages: list[Any]) -> list[dict[str, Any]]:
 
 def _flattened(attributes: Mapping[str, Any], which: str) -> tuple[list[dict[str, Any]], Any]:
     found: dict[int, dict[str, Any]] = {}
+    prefix = _FLATTENED[which]
     for name, value in attributes.items():
-        match = _PROMPT.match(name)
-        if match and match.group(1) == which:
-            found.setdefault(int(match.group(2)), {})[match.group(3)] = value
+        match = _INDEXED.match(name[len(prefix) :]) if name.startswith(prefix) else None
+        if match:
+            found.setdefault(int(match.group(1)), {})[match.group(2)] = value
     messages: list[dict[str, Any]] = []
     system: Any = None
     for index in sorted(found):
@@ -197,23 +203,23 @@ def _flat_tool_calls(flat: Mapping[str, Any]) -> list[dict[str, Any]]:
 def _message(attributes: Mapping[str, Any], model: str, gaps: list[str]) -> dict[str, Any] | None:
     content: list[dict[str, Any]] | None = None
     finish: Any = None
-    outputs = json_attribute(attributes, "gen_ai.output.messages")
+    outputs = json_attribute(attributes, sc.GEN_AI_OUTPUT_MESSAGES)
     if isinstance(outputs, list) and outputs and isinstance(outputs[0], dict):
         content = [_block(part) for part in _list(outputs[0].get("parts")) if isinstance(part, dict)]
         finish = outputs[0].get("finish_reason")
-    elif "gen_ai.completion.0.role" in attributes or "gen_ai.completion.0.content" in attributes:
+    elif _FIRST_COMPLETION_ROLE in attributes or _FIRST_COMPLETION_CONTENT in attributes:
         messages, _ = _flattened(attributes, "completion")
         first = messages[0]["content"] if messages else ""
         content = [{"type": "text", "text": first}] if isinstance(first, str) else list(first)
-        finish = attributes.get("gen_ai.completion.0.finish_reason")
+        finish = attributes.get(_FIRST_FINISH_REASON)
     if content is None:
         gaps.append("no recorded response (content capture was off, or the call failed)")
         return None
     if any(block.get("type") == "thinking" for block in content):
         gaps.append("thinking blocks have no signature (the conventions drop it)")
     reasons = attributes.get(sc.GEN_AI_RESPONSE_FINISH_REASONS)
-    if isinstance(attributes.get("anthropic.message.stop_reason"), str):
-        finish = attributes["anthropic.message.stop_reason"]  # the API's own word, where the SDK wrote it
+    if isinstance(attributes.get(sc.ANTHROPIC_MESSAGE_STOP_REASON), str):
+        finish = attributes[sc.ANTHROPIC_MESSAGE_STOP_REASON]  # the API's own word, where the SDK wrote it
     elif finish is None and isinstance(reasons, (list, tuple)) and reasons:
         finish = reasons[0]
     response_id = attributes.get(sc.GEN_AI_RESPONSE_ID)

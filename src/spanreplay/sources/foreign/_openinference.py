@@ -14,6 +14,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
+from spanreplay import semconv as sc
 from spanreplay.model.spans import SpanRecord
 
 from ._calls import (
@@ -24,9 +25,10 @@ from ._calls import (
     tool_result_content,
 )
 
-SPAN_KIND: Final = "openinference.span.kind"
-_INDEXED = re.compile(r"^llm\.(input_messages|output_messages)\.(\d+)\.(.+)$")
-_TOOL = re.compile(r"^llm\.tools\.(\d+)\.tool\.json_schema$")
+SPAN_KIND: Final = sc.OPENINFERENCE_SPAN_KIND
+_MESSAGES: Final = {"input_messages": sc.LLM_INPUT_MESSAGES, "output_messages": sc.LLM_OUTPUT_MESSAGES}
+_INDEXED = re.compile(r"^\.(\d+)\.(.+)$")
+_TOOL = re.compile(rf"^{re.escape(sc.LLM_TOOLS)}\.(\d+)\.{re.escape(sc.LLM_TOOL_JSON_SCHEMA)}$")
 
 
 def read(span: SpanRecord) -> ForeignCall | None:
@@ -40,23 +42,23 @@ def read(span: SpanRecord) -> ForeignCall | None:
 
 def _tool_call(span: SpanRecord) -> ForeignCall:
     attributes = span.attributes
-    name = attributes.get("tool.name")
+    name = attributes.get(sc.TOOL_NAME)
     call = ForeignCall(OPENINFERENCE, "tool", str(name or span.name))
-    call.tool_input = json_attribute(attributes, "input.value")
-    call.has_output = "output.value" in attributes
-    call.tool_output = json_attribute(attributes, "output.value") if call.has_output else None
+    call.tool_input = json_attribute(attributes, sc.INPUT_VALUE)
+    call.has_output = sc.OUTPUT_VALUE in attributes
+    call.tool_output = json_attribute(attributes, sc.OUTPUT_VALUE) if call.has_output else None
     if call.has_output and call.tool_output is None:
-        call.tool_output = attributes.get("output.value")
+        call.tool_output = attributes.get(sc.OUTPUT_VALUE)
     if not call.has_output:
         call.gaps.append(f"tool {call.name}: no recorded result, will run live")
     return call
 
 
 def _model_call(attributes: Mapping[str, Any]) -> ForeignCall:
-    model = str(attributes.get("llm.model_name") or attributes.get("llm.request.model_name") or "unknown")
+    model = str(attributes.get(sc.LLM_MODEL_NAME) or attributes.get(sc.LLM_REQUEST_MODEL_NAME) or "unknown")
     call = ForeignCall(OPENINFERENCE, "model", model)
     body = (
-        json_attribute(attributes, "input.value") if attributes.get("input.mime_type") == "application/json" else None
+        json_attribute(attributes, sc.INPUT_VALUE) if attributes.get(sc.INPUT_MIME_TYPE) == "application/json" else None
     )
     if isinstance(body, dict) and isinstance(body.get("messages"), list):
         call.request = body
@@ -65,7 +67,9 @@ def _model_call(attributes: Mapping[str, Any]) -> ForeignCall:
         call.request, call.recorded = _flattened_request(attributes, model)
         call.gaps.append("request rebuilt from llm.input_messages (no input.value): content blocks may differ")
     output = (
-        json_attribute(attributes, "output.value") if attributes.get("output.mime_type") == "application/json" else None
+        json_attribute(attributes, sc.OUTPUT_VALUE)
+        if attributes.get(sc.OUTPUT_MIME_TYPE) == "application/json"
+        else None
     )
     if isinstance(output, dict) and output.get("type") == "message" and isinstance(output.get("content"), list):
         call.message = output
@@ -80,10 +84,11 @@ def _model_call(attributes: Mapping[str, Any]) -> ForeignCall:
 
 def _indexed(attributes: Mapping[str, Any], which: str) -> list[dict[str, Any]]:
     found: dict[int, dict[str, Any]] = {}
+    prefix = _MESSAGES[which]
     for name, value in attributes.items():
-        match = _INDEXED.match(name)
-        if match and match.group(1) == which:
-            found.setdefault(int(match.group(2)), {})[match.group(3)] = value
+        match = _INDEXED.match(name[len(prefix) :]) if name.startswith(prefix) else None
+        if match:
+            found.setdefault(int(match.group(1)), {})[match.group(2)] = value
     return [found[i] for i in sorted(found)]
 
 
@@ -135,7 +140,7 @@ def _tool_use(part: Mapping[str, Any], prefix: str) -> dict[str, Any]:
 
 def _flattened_request(attributes: Mapping[str, Any], model: str) -> tuple[dict[str, Any], tuple[str, ...]]:
     body: dict[str, Any] = {"model": model}
-    parameters = json_attribute(attributes, "llm.invocation_parameters")
+    parameters = json_attribute(attributes, sc.LLM_INVOCATION_PARAMETERS)
     if isinstance(parameters, dict):
         body.update(parameters)
     messages: list[dict[str, Any]] = []
@@ -166,16 +171,16 @@ def _flattened_message(attributes: Mapping[str, Any], model: str) -> dict[str, A
     outputs = _indexed(attributes, "output_messages")
     if not outputs:
         return None
-    finish = attributes.get("llm.finish_reason")
+    finish = attributes.get(sc.LLM_FINISH_REASON)
     return message_json(
         content=_blocks(outputs[0]),
-        model=str(attributes.get("llm.response.model_name") or model),
+        model=str(attributes.get(sc.LLM_RESPONSE_MODEL_NAME) or model),
         message_id="",
         stop_reason=finish if isinstance(finish, str) else None,
-        input_tokens=_int(attributes.get("llm.token_count.prompt")),
-        output_tokens=_int(attributes.get("llm.token_count.completion")),
-        cache_read=_int(attributes.get("llm.token_count.prompt_details.cache_read")),
-        cache_write=_int(attributes.get("llm.token_count.prompt_details.cache_write")),
+        input_tokens=_int(attributes.get(sc.LLM_TOKEN_COUNT_PROMPT)),
+        output_tokens=_int(attributes.get(sc.LLM_TOKEN_COUNT_COMPLETION)),
+        cache_read=_int(attributes.get(sc.LLM_TOKEN_COUNT_CACHE_READ)),
+        cache_write=_int(attributes.get(sc.LLM_TOKEN_COUNT_CACHE_WRITE)),
     )
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from typing import Any, Final
 
 import psycopg
@@ -10,21 +9,11 @@ from psycopg.conninfo import conninfo_to_dict
 
 from spanreplay.errors import ConfigurationError, PostgresError
 
-# A DSN in URL form names Postgres by its scheme; the key=value form is not a
-# trace source anyone would mistake for a path, but it is not sniffed either.
-SCHEMES: Final = ("postgresql://", "postgres://")
-
 APPLICATION_NAME: Final = "spanreplay"
 
 # How a session's commits end: "sync" waits for the WAL flush (the server's
 # synchronous_commit), "async" returns before it (synchronous_commit=off).
 COMMIT_MODES: Final = ("sync", "async")
-
-
-def is_postgres_dsn(source: str | os.PathLike[str]) -> bool:
-    """True for ``postgresql://...`` and ``postgres://...`` sources."""
-    text = os.fspath(source)
-    return isinstance(text, str) and text.startswith(SCHEMES)
 
 
 def check_dsn(dsn: str) -> None:
