@@ -349,9 +349,6 @@ _EXEMPT_FILES = {
     # The lint package's rule table: the qualified names of the calls it flags
     # (``spanreplay.tool``, ``spanreplay.api.runs.boundary``), matched against source code.
     "lint/_visitor.py",
-    # Owned by another change in flight: its ``exception.type``/``exception.message``
-    # move to sc.EXCEPTION_TYPE/sc.EXCEPTION_MESSAGE when that lands.
-    "instrumentation/anthropic/_trace_scope.py",
 }
 
 

@@ -29,6 +29,7 @@ from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
 from opentelemetry.trace import StatusCode
 
+from spanreplay import semconv as sc
 from spanreplay.errors import ConfigurationError, SpanReplayError, TraceFailedError
 from spanreplay.recording.alerts import launched_run
 from spanreplay.run.base import Run
@@ -118,9 +119,9 @@ def _failure(span: ReadableSpan) -> TraceFailedError | None:
     if span.status.status_code is not StatusCode.ERROR:
         return None
     for event in span.events:
-        if event.name == "exception" and event.attributes:
-            kind = event.attributes.get("exception.type")
-            message = event.attributes.get("exception.message", "")
+        if event.name == sc.EXCEPTION_EVENT and event.attributes:
+            kind = event.attributes.get(sc.EXCEPTION_TYPE)
+            message = event.attributes.get(sc.EXCEPTION_MESSAGE, "")
             if kind:
                 return TraceFailedError(f"{kind}: {message}")
     return TraceFailedError(span.status.description or f"span {span.name!r} ended with status ERROR")
