@@ -43,7 +43,6 @@ from psycopg_pool import ConnectionPool
 
 from spanreplay import semconv as sc
 from spanreplay.model.spans import SpanRecord, from_sdk_span
-from spanreplay.sources.postgres import rows
 from spanreplay.sources.postgres.connect import (
     check_commit,
     check_dsn,
@@ -55,7 +54,7 @@ from spanreplay.sources.postgres.connect import (
 )
 
 from ..exporters._foreign import guarded
-from . import notices
+from . import notices, span_rows
 from .writes import (
     DELETE,
     POOL_NAME,
@@ -232,7 +231,9 @@ class PostgresSpanProcessor(SpanProcessor):
         """Fill in the row parameters of ``write`` from its span; None if the span cannot be a row."""
         if write.params is not None or write.span is None:
             return write
-        to_params: Callable[[SpanRecord], dict[str, Any]] = rows.step_params if write.kind == STEP else rows.run_params
+        to_params: Callable[[SpanRecord], dict[str, Any]] = (
+            span_rows.step_params if write.kind == STEP else span_rows.run_params
+        )
         try:
             write.params = to_params(from_sdk_span(guarded(write.span)))
         except Exception:  # telemetry never breaks the agent
