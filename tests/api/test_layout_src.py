@@ -6,8 +6,11 @@ Three rules, checked on the source with ``ast`` (nothing is imported):
 - no module imports another module's private (``_name``) names: a name used
   across modules is public within the package, so it drops the underscore and
   lives in a module whose name says what it holds;
-- the imports that run when a module is imported form no cycle. Imports inside
-  functions and under ``if TYPE_CHECKING:`` run later or never, so they do not count.
+- the imports between spanreplay's modules form no cycle (no strongly connected
+  component). Every import that can run counts: at module level and inside
+  functions and classes alike, since an import moved into a function still ties the
+  two modules together. Only imports under ``if TYPE_CHECKING:`` are left out: they
+  never run, and import-linter's layer contracts (pyproject.toml) check them.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from __future__ import annotations
 import ast
 import functools
 import itertools
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -62,23 +65,17 @@ def is_type_checking(test: ast.expr) -> bool:
     )
 
 
-def module_level(body: list[ast.stmt]) -> Iterator[ast.Import | ast.ImportFrom]:
-    """The import statements that run when the module is imported."""
-    for node in body:
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            yield node
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            continue  # runs when called, not when imported
-        elif isinstance(node, ast.If):
-            if not is_type_checking(node.test):
-                yield from module_level(node.body)
-            yield from module_level(node.orelse)
-        elif isinstance(node, ast.Try):
-            for block in (node.body, *(h.body for h in node.handlers), node.orelse, node.finalbody):
-                yield from module_level(block)
-        elif isinstance(node, (ast.With, ast.For, ast.While, ast.ClassDef)):
-            yield from module_level(node.body)
-            yield from module_level(getattr(node, "orelse", []))
+def import_statements(node: ast.AST, *, type_checking: bool = False) -> Iterator[ast.Import | ast.ImportFrom]:
+    """Every import statement in ``node``, in source order: at module level, in functions and classes, in
+    any block. Those under ``if TYPE_CHECKING:`` (never run) only with ``type_checking``; its ``else`` runs."""
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        yield node
+        return
+    children: Iterable[ast.AST] = ast.iter_child_nodes(node)
+    if isinstance(node, ast.If) and is_type_checking(node.test) and not type_checking:
+        children = node.orelse
+    for child in children:
+        yield from import_statements(child, type_checking=type_checking)
 
 
 def is_ancestor(package: str, module: str) -> bool:
@@ -91,15 +88,11 @@ def parsed(module: str) -> ast.Module:
     return ast.parse(MODULES[module].read_text(), str(MODULES[module]))
 
 
-def imports(module: str, tree: ast.Module | None = None, *, anywhere: bool = False) -> Iterator[Import]:
-    """Every spanreplay module ``module`` imports at module level (or ``anywhere``), with the names it takes."""
+def imports(module: str, tree: ast.Module | None = None, *, type_checking: bool = False) -> Iterator[Import]:
+    """Every spanreplay module ``module`` imports, anywhere in it, with the names it takes; those under
+    ``if TYPE_CHECKING:`` only with ``type_checking``."""
     tree = tree or parsed(module)
-    nodes = (
-        [node for node in ast.walk(tree) if isinstance(node, (ast.Import, ast.ImportFrom))]
-        if anywhere
-        else module_level(tree.body)
-    )
-    for node in nodes:
+    for node in import_statements(tree, type_checking=type_checking):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 # ``import spanreplay.a.b`` runs spanreplay.a first, unless it is being imported already.
@@ -117,7 +110,7 @@ def imports(module: str, tree: ast.Module | None = None, *, anywhere: bool = Fal
         for sub in submodules:
             yield Import(module, sub, node.lineno, ())
         attributes = tuple(n for n in names if f"{target}.{n}" not in MODULES)
-        # ``from . import _codec`` in a package being imported runs the submodule only;
+        # ``from . import _file`` in a package being imported runs the submodule only;
         # a package that is not an ancestor runs its __init__ first.
         if attributes or not is_ancestor(target, module):
             yield Import(module, target, node.lineno, attributes)
@@ -146,7 +139,7 @@ def is_private(name: str) -> bool:
 
 
 def module_aliases(module: str, tree: ast.Module) -> dict[str, str]:
-    """The local names under which ``module`` holds other spanreplay modules (``from . import _codec``)."""
+    """The local names under which ``module`` holds other spanreplay modules (``from .exporters import _otlp``)."""
     aliases: dict[str, str] = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
@@ -162,7 +155,7 @@ def module_aliases(module: str, tree: ast.Module) -> dict[str, str]:
 def private_uses(module: str, tree: ast.Module | None = None) -> Iterator[tuple[int, str, str]]:
     """(line, name, owner) for each private name of another spanreplay module that ``module`` uses."""
     tree = tree or parsed(module)
-    for imp in imports(module, tree, anywhere=True):
+    for imp in imports(module, tree, type_checking=True):
         for name in imp.names:
             if is_private(name):
                 yield imp.line, name, imp.target
@@ -241,7 +234,7 @@ def loop_in(component: list[str], graph: dict[str, set[str]]) -> list[str]:
         node = step
 
 
-def test_module_level_imports_form_no_cycle() -> None:
+def test_imports_form_no_cycle() -> None:
     graph: dict[str, set[str]] = {module: set() for module in MODULES}
     lines: dict[tuple[str, str], int] = {}
     for module in MODULES:
@@ -253,8 +246,9 @@ def test_module_level_imports_form_no_cycle() -> None:
         loop = loop_in(component, graph)
         steps = ", ".join(f"{where(a, lines[a, b])} imports {b}" for a, b in itertools.pairwise(loop))
         messages.append(
-            f"{' -> '.join(loop)} form an import cycle ({steps}): move the names they share into a module "
-            "both import, or import inside the function that needs it."
+            f"{' -> '.join(loop)} form an import cycle ({steps}): move the names they share down into a "
+            "module of a lower layer that both import (or pass the value in from above); an import inside a "
+            "function is a cycle all the same."
         )
     assert not messages, "\n".join(messages)
 
@@ -263,22 +257,25 @@ def test_module_level_imports_form_no_cycle() -> None:
 
 
 def test_resolve_reads_relative_imports_as_python_does() -> None:
-    assert resolve("spanreplay._codec", 1, "errors") == "spanreplay.errors"
-    assert resolve("spanreplay.exporters._otlp", 2, "errors") == "spanreplay.errors"
-    assert resolve("spanreplay.exporters", 1, "_file") == "spanreplay.exporters._file"
-    assert resolve("spanreplay.exporters._file", 1, None) == "spanreplay.exporters"
+    assert resolve("spanreplay._environment", 1, "errors") == "spanreplay.errors"
+    assert resolve("spanreplay.recording.exporters._otlp", 3, "errors") == "spanreplay.errors"
+    assert resolve("spanreplay.recording.exporters._otlp", 2, "settings") == "spanreplay.recording.settings"
+    assert resolve("spanreplay.recording.exporters", 1, "_file") == "spanreplay.recording.exporters._file"
+    assert resolve("spanreplay.recording.exporters._file", 1, None) == "spanreplay.recording.exporters"
 
 
-def test_type_checking_and_function_imports_do_not_count() -> None:
+def test_every_import_counts_but_those_under_type_checking() -> None:
     tree = ast.parse(
         "import a\n"
         "if TYPE_CHECKING:\n    import b\nelse:\n    import c\n"
-        "def f():\n    import d\n"
+        "def f():\n    import d\n    if typing.TYPE_CHECKING:\n        import h\n"
         "class K:\n    import e\n"
         "try:\n    import f\nexcept ImportError:\n    import g\n"
     )
-    found = [alias.name for node in module_level(tree.body) for alias in node.names]
-    assert found == ["a", "c", "e", "f", "g"]
+    found = [alias.name for node in import_statements(tree) for alias in node.names]
+    assert found == ["a", "c", "d", "e", "f", "g"]
+    every = [alias.name for node in import_statements(tree, type_checking=True) for alias in node.names]
+    assert every == ["a", "b", "c", "d", "h", "e", "f", "g"]
 
 
 def test_cycles_finds_loops_and_only_loops() -> None:
@@ -294,31 +291,31 @@ def test_cycles_finds_loops_and_only_loops() -> None:
 
 def test_private_uses_finds_imported_and_attribute_names_but_not_modules() -> None:
     tree = ast.parse(
-        "from ._payloads import _private, public\n"
-        "from . import _codec, _semconv as sc\n"
+        "from ..model.payloads import _private, public\n"
+        "from ..model import codec, spans as sp\n"
         "from .exporters import _otlp\n"
-        "_codec._hidden(sc._internal, _otlp.GuardedExporter)\n"
-        "__all__ = _codec.__name__\n"
-        "def f():\n    from ._codec import _later\n"
+        "codec._hidden(sp._internal, _otlp.GuardedExporter)\n"
+        "__all__ = codec.__name__\n"
+        "def f():\n    from ..model.codec import _later\n"
     )
-    found = sorted(private_uses("spanreplay._config", tree))
+    found = sorted(private_uses("spanreplay.recording.settings", tree))
     assert found == [
-        (1, "_private", "spanreplay._payloads"),
-        (4, "_hidden", "spanreplay._codec"),
-        (4, "_internal", "spanreplay._semconv"),
-        (7, "_later", "spanreplay._codec"),
+        (1, "_private", "spanreplay.model.payloads"),
+        (4, "_hidden", "spanreplay.model.codec"),
+        (4, "_internal", "spanreplay.model.spans"),
+        (7, "_later", "spanreplay.model.codec"),
     ]
 
 
 def test_imports_read_from_a_package_run_its_init_unless_it_is_already_being_imported() -> None:
-    tree = ast.parse("from . import _codec\nfrom .readers import iter_spans\nfrom .exporters import _file\n")
+    tree = ast.parse("from . import keep\nfrom ..readers import iter_spans\nfrom .exporters import _file\n")
     tree.body += ast.parse("import spanreplay.readers.writers").body
-    targets = sorted(imp.target for imp in imports("spanreplay._config", tree))
+    targets = sorted(imp.target for imp in imports("spanreplay.recording.settings", tree))
     assert targets == [
-        "spanreplay._codec",
-        "spanreplay.exporters",
-        "spanreplay.exporters._file",
         "spanreplay.readers",
         "spanreplay.readers",
         "spanreplay.readers.writers",
+        "spanreplay.recording.exporters",
+        "spanreplay.recording.exporters._file",
+        "spanreplay.recording.keep",
     ]

@@ -11,30 +11,27 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import stat
 import tempfile
 import warnings
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import IO, Any, Final
+from typing import IO, Final
 
 import click
-import orjson
 
 from spanreplay import semconv as sc
 from spanreplay.api.loading import runs as read_runs
 from spanreplay.errors import TraceFormatError, UnsafeTraceValueError
 from spanreplay.model.run_ids import checked_run_id, path_inside
 from spanreplay.readers import Damage, SpanReplayWarning, expand, listed_damage, read_file
-from spanreplay.readers._json_lines import BOM
 from spanreplay.readers._sources import GZIP_MAGIC
 from spanreplay.readers._zstd import MAGIC as ZSTD_MAGIC
 from spanreplay.run.salts import SALT_DIR, salt_path
 from spanreplay.sources import RUN_MARKER, is_postgres_dsn
 
 from ._common import BadInput, console, printable, warn
+from ._prune_rewrite import CannotRewrite, SpanFilter, replace_file, unchanged_since
 
 _DURATION: Final = re.compile(r"^\s*(\d{1,6})\s*([smhdw])\s*$")
 _UNITS: Final = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
@@ -175,10 +172,6 @@ class _FilesPruned:
     @property
     def kept(self) -> int:
         return len(self.seen - self.gone)
-
-
-class _CannotRewrite(Exception):
-    """Why a file that holds other spans besides expired runs cannot be rewritten without them."""
 
 
 def _prune_files(source: str, policy: Policy, dry_run: bool) -> _FilesPruned:
@@ -322,18 +315,18 @@ def _prune_file(name: str, stem: str, expired: dict[str, _Removal], dry_run: boo
         before = os.stat(name)
         with open(name, "rb") as stream:
             if stream.read(4).startswith((GZIP_MAGIC, ZSTD_MAGIC)):
-                raise _CannotRewrite("it is compressed, and prune rewrites only uncompressed OTLP/JSON lines")
+                raise CannotRewrite("it is compressed, and prune rewrites only uncompressed OTLP/JSON lines")
             stream.seek(0)
             if not dry_run:
                 temp = tempfile.NamedTemporaryFile(  # noqa: SIM115 - closed or removed below
                     "wb", dir=os.path.dirname(name) or ".", prefix=f".{os.path.basename(name)}.", suffix=".prune",
                     delete=False,
                 )  # fmt: skip
-            rewrite = _Rewrite(set(expired), own)
+            rewrite = SpanFilter(set(expired), own)
             rewrite.filter(stream, temp.write if temp is not None else lambda _: 0)
         expected = _expired_spans(name, set(expired))
         if rewrite.dropped != expected:
-            raise _CannotRewrite(
+            raise CannotRewrite(
                 f"{expected} span(s) of the expired runs are in it, but {rewrite.dropped} were found in "
                 "OTLP/JSON lines (is it one JSON document, or in Jaeger's format?)"
             )
@@ -342,11 +335,11 @@ def _prune_file(name: str, stem: str, expired: dict[str, _Removal], dry_run: boo
             try:
                 if rewrite.kept:
                     assert temp is not None
-                    _replace(name, temp, before)
+                    replace_file(name, temp, before)
                 else:
-                    _unchanged_since(name, before)
+                    unchanged_since(name, before)
                     os.remove(name)
-            except _CannotRewrite as why:
+            except CannotRewrite as why:
                 _leave(name, expired, str(why), pruned)
                 return
         if not rewrite.kept:
@@ -358,7 +351,7 @@ def _prune_file(name: str, stem: str, expired: dict[str, _Removal], dry_run: boo
                 f"{verb} {name} without {len(gone)} expired run(s); the other spans in it are kept as they were"
             )
         pruned.removed.update(rewrite.found)
-    except _CannotRewrite as why:
+    except CannotRewrite as why:
         _delete_or_leave(name, own, expired, str(why), dry_run, pruned)
     except OSError as exc:
         _leave(name, expired, f"it cannot be rewritten ({exc.strerror})", pruned)
@@ -401,101 +394,3 @@ def _expired_spans(name: str, expired: set[str]) -> int:
 
 def _other_spans(name: str, runs: set[str | None]) -> int:
     return sum(1 for span in read_file(name, explicit=False) if span.attributes.get(sc.RUN_ID) not in runs)
-
-
-def _replace(name: str, temp: IO[bytes], before: os.stat_result) -> None:
-    """Put the rewritten copy in place of the file, with its mode, unless the file changed since it was read."""
-    temp.flush()
-    os.fsync(temp.fileno())
-    temp.close()
-    os.chmod(temp.name, stat.S_IMODE(before.st_mode))
-    _unchanged_since(name, before)
-    os.replace(temp.name, name)
-
-
-def _unchanged_since(name: str, before: os.stat_result) -> None:
-    """Refuse to replace or delete a file that was written to after prune read it."""
-    now = os.stat(name)
-    if (now.st_size, now.st_mtime_ns, now.st_ino) != (before.st_size, before.st_mtime_ns, before.st_ino):
-        raise _CannotRewrite("it changed while prune read it (something still writes to it); run prune again later")
-
-
-class _Rewrite:
-    """Filters OTLP/JSON lines, dropping the spans of the expired runs.
-
-    Lines that hold no span of those runs are kept byte for byte; a line that holds
-    some is written again without them (and dropped once it holds no span at all).
-    """
-
-    def __init__(self, expired: set[str], own: str | None) -> None:
-        self.expired = expired
-        self.own = own  # the run whose own file this is: a torn last line is its
-        self.found: set[str] = set()
-        self.dropped = 0
-        self.kept = False  # anything but blank lines left
-
-    def filter(self, stream: IO[bytes], write: Callable[[bytes], object]) -> None:
-        for number, line in enumerate(stream, 1):
-            kept = self._line(number, line)
-            if kept.strip():
-                self.kept = True
-            write(kept)
-
-    def _line(self, number: int, line: bytes) -> bytes:
-        bom = BOM if number == 1 and line.startswith(BOM) else b""
-        text = line[len(bom) :]
-        if not text.strip():
-            return line
-        if RUN_MARKER not in text:
-            return line
-        try:
-            doc = orjson.loads(text)
-        except orjson.JSONDecodeError:
-            if not line.endswith(b"\n"):
-                # The last line, cut short when its writer was stopped: no span can be read from it.
-                return b"" if self.own is not None else line
-            raise _CannotRewrite(f"line {number} is not a whole JSON value") from None
-        resource_spans = doc.get("resourceSpans") if isinstance(doc, dict) else None
-        if not isinstance(resource_spans, list):
-            raise _CannotRewrite(f"line {number} is not OTLP/JSON (it has no resourceSpans)")
-        dropped = self.dropped
-        doc["resourceSpans"] = [rs for rs in map(self._resource, resource_spans) if rs is not None]
-        if self.dropped == dropped:
-            return line
-        if not doc["resourceSpans"]:
-            return b""
-        return bom + orjson.dumps(doc) + (b"\n" if line.endswith(b"\n") else b"")
-
-    def _resource(self, resource: Any) -> Any:
-        if not isinstance(resource, dict) or not isinstance(resource.get("scopeSpans"), list):
-            return resource
-        scopes = []
-        for scope in resource["scopeSpans"]:
-            if isinstance(scope, dict) and isinstance(scope.get("spans"), list) and scope["spans"]:
-                spans = [span for span in scope["spans"] if not self._expired(span)]
-                if not spans:
-                    continue
-                scope = {**scope, "spans": spans}
-            scopes.append(scope)
-        if not scopes and resource["scopeSpans"]:
-            return None
-        return {**resource, "scopeSpans": scopes}
-
-    def _expired(self, span: Any) -> bool:
-        run_id = _run_of(span)
-        if run_id in self.expired:
-            assert run_id is not None
-            self.found.add(run_id)
-            self.dropped += 1
-            return True
-        return False
-
-
-def _run_of(span: Any) -> str | None:
-    attributes = span.get("attributes") if isinstance(span, dict) else None
-    for attribute in attributes if isinstance(attributes, list) else ():
-        if isinstance(attribute, dict) and attribute.get("key") == sc.RUN_ID:
-            value = attribute.get("value")
-            found = value.get("stringValue") if isinstance(value, dict) else None
-            return found if isinstance(found, str) else None
-    return None

@@ -278,31 +278,12 @@ def _number(value: Any) -> float | None:
 
 # --- Postgres ------------------------------------------------------------------------------
 
-_RUNS_SQL: Final = "SELECT run_id, agent, status, start_ns, end_ns, span_id, trace_id FROM agent_runs"
-# The digest is taken in the database, so the payloads stay there; it is the sha256
-# the span carried (spanreplay.input.sha256), of the same bytes.
-_STEPS_SQL: Final = (
-    "SELECT run_id, step_number, key, start_ns, error_text IS NOT NULL, "
-    "encode(sha256(convert_to(input_text, 'UTF8')), 'hex'), attributes::text, trace_id, span_id "
-    "FROM agent_steps WHERE step_type = %s ORDER BY start_ns, run_id, step_number"
-)
-
 
 def _from_postgres(dsn: str) -> CallSource:
-    import psycopg
-
-    from spanreplay.sources.postgres.connect import connect, failure
+    from spanreplay.sources.postgres.model_calls import model_call_rows
     from spanreplay.sources.postgres.rows import read_status
 
-    with connect(dsn) as conn:
-        conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
-        conn.read_only = True
-        try:
-            with conn.transaction():
-                run_rows = conn.execute(_RUNS_SQL).fetchall()
-                step_rows = conn.execute(_STEPS_SQL, (sc.KIND_MODEL,)).fetchall()
-        except psycopg.Error as exc:
-            raise failure(dsn, "read the model calls", exc) from None
+    run_rows, step_rows = model_call_rows(dsn)
     runs: dict[str, RunFacts] = {}
     for run_id, agent, status, start_ns, end_ns, span_id, trace_id in run_rows:
         runs[run_id] = RunFacts(

@@ -20,9 +20,10 @@ from spanreplay import semconv as sc
 from spanreplay.model import codec as _codec
 from spanreplay.model.spans import SpanRecord
 from spanreplay.readers import iter_spans
-from spanreplay.sources.postgres import rows
 from spanreplay.sources.postgres.connect import connect, failure
 from spanreplay.sources.runlog import RUN_MARKER
+
+from . import span_rows
 
 
 @dataclass(frozen=True)
@@ -81,9 +82,9 @@ def _export(
             try:
                 with conn.transaction(), conn.cursor() as cur:
                     if runs:
-                        cur.executemany(rows.UPSERT_RUN, runs)
+                        cur.executemany(span_rows.UPSERT_RUN, runs)
                     if steps:
-                        cur.executemany(rows.INSERT_STEP, steps)
+                        cur.executemany(span_rows.INSERT_STEP, steps)
                         added += max(cur.rowcount, 0)
             except psycopg.Error as exc:
                 raise failure(dsn, "import the runs", exc) from None
@@ -100,16 +101,16 @@ def _export(
                 if not span.ended:
                     # A side effect's intent: its ended copy usually follows and is the step.
                     # Intents that never ended (the process died in the work) go in at the end.
-                    intents[span.key] = rows.step_params(span)
+                    intents[span.key] = span_rows.step_params(span)
                     run_ids.setdefault(run_id)
                     continue
                 intents.pop(span.key, None)
                 # A span the source holds twice (an exporter retry) hits the unique key and is skipped.
                 seen += 1
-                steps.append(rows.step_params(span))
+                steps.append(span_rows.step_params(span))
             elif _codec.is_run_span(span):
                 # Both copies of a run span (started, ended) go in: the upsert keeps the ended one.
-                runs.append(rows.run_params(span))
+                runs.append(span_rows.run_params(span))
             else:
                 continue
             run_ids.setdefault(run_id)

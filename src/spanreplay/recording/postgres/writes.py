@@ -11,7 +11,7 @@ import psycopg
 import psycopg_pool
 from opentelemetry.sdk.trace import ReadableSpan
 
-from spanreplay.sources.postgres.rows import DELETE_RUN, INSERT_STEP, UPSERT_RUN
+from .span_rows import DELETE_RUN, INSERT_STEP, UPSERT_RUN
 
 POOL_NAME: Final = "spanreplay-exporter"
 STEP: Final = "step"

@@ -1,31 +1,23 @@
-"""Spans -> ``agent_steps`` / ``agent_runs`` rows, and rows -> Events and RunInfo.
+"""``agent_steps`` / ``agent_runs`` rows -> Events and RunInfo, and the text columns' escapes.
 
-Spans are decoded by the span codec, the same as from a trace file: payload
-digests are verified and masking applied upstream carries over untouched. The
-rows keep each payload twice: as JSONB for queries, and as the recorded text,
+The rows keep each payload twice: as JSONB for queries, and as the recorded text,
 which is what replay reads back, so the EventLog read from Postgres equals the
-one read from the trace file of the same run.
+one read from the trace file of the same run. The writer (spans -> rows) is
+``spanreplay.recording.postgres.span_rows``; the escapes of text columns are
+here, on the reading side, which both sides import.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from datetime import UTC, datetime
 from typing import Any, Final
 
 import orjson
 
 from spanreplay import semconv as sc
-from spanreplay.model.codec import span_to_event, span_to_run
 from spanreplay.model.error_records import decode_error
 from spanreplay.model.events import Event, RunInfo
-from spanreplay.model.payloads import read_payload
-from spanreplay.model.spans import SpanRecord
-from spanreplay.model.text_escapes import readable_values, utf8_ok
-
-# JSONB rejects the escape of U+0000; such a payload keeps its text but no JSONB copy.
-_NUL_ESCAPE: Final = b"\\u0000"
+from spanreplay.model.text_escapes import utf8_ok
 
 # Postgres text cannot hold U+0000. The payload columns hold JSON, where it is
 # already the escape \u0000; the plain text columns (agent, key, ...) get the
@@ -38,62 +30,6 @@ _NUL_TEXT: Final = "\\u0000"
 # use, so no text an agent gives starts with it), then the text as ASCII JSON, which
 # says every code point; the readers give back the identical str.
 _MARK: Final = "\ufdd0"
-_STEP_TEXT: Final = ("run_id", "step_type", "key", "call_id", "trace_id", "span_id", "service_name")
-_RUN_TEXT: Final = ("run_id", "agent", "status", "trace_id", "span_id", "service_name", "forked_from", "masking")
-
-INSERT_STEP: Final = """
-WITH run AS (
-    INSERT INTO agent_runs (run_id, status, trace_id, service_name, start_ns, started_at, schema_version)
-    VALUES (%(run_id)s, 'running', %(trace_id)s, %(service_name)s, %(start_ns)s, %(started_at)s, %(schema_version)s)
-    ON CONFLICT (run_id) DO NOTHING
-)
-INSERT INTO agent_steps (
-    run_id, step_number, step_type, key, call_id,
-    input, output, error, input_text, output_text, error_text,
-    tokens_in, tokens_out, cost, trace_id, span_id, start_ns, end_ns, created_at,
-    attributes, schema_version
-) VALUES (
-    %(run_id)s, %(step_number)s, %(step_type)s, %(key)s, %(call_id)s,
-    %(input)s::jsonb, %(output)s::jsonb, %(error)s::jsonb, %(input_text)s, %(output_text)s, %(error_text)s,
-    %(tokens_in)s, %(tokens_out)s, %(cost)s, %(trace_id)s, %(span_id)s, %(start_ns)s, %(end_ns)s, %(created_at)s,
-    %(attributes)s::json, %(schema_version)s
-)
-ON CONFLICT (run_id, step_number) DO UPDATE SET
-    output = EXCLUDED.output, error = EXCLUDED.error, output_text = EXCLUDED.output_text,
-    error_text = EXCLUDED.error_text, tokens_in = EXCLUDED.tokens_in, tokens_out = EXCLUDED.tokens_out,
-    cost = EXCLUDED.cost, end_ns = EXCLUDED.end_ns, created_at = EXCLUDED.created_at,
-    attributes = EXCLUDED.attributes
-WHERE agent_steps.end_ns = 0 AND EXCLUDED.end_ns <> 0
-"""
-
-# A step row is final once its span ended: a retried insert of it does nothing. The one
-# row that changes is a side effect's intent (written when its span started: end_ns 0,
-# no outcome), which the ended span fills in, whichever of them arrives again later.
-# A run row is written when the run starts (status running) and again when it ends.
-# A copy never replaces one that knows more: the ended run span wins over the
-# started one, either wins over the placeholder a step inserted, and an ended
-# row is final. So copies may arrive in any order, any number of times.
-# The run's steps go with it (ON DELETE CASCADE).
-DELETE_RUN: Final = "DELETE FROM agent_runs WHERE run_id = %(run_id)s"
-
-UPSERT_RUN: Final = """
-INSERT INTO agent_runs AS r (
-    run_id, agent, status, error, error_text, trace_id, span_id, service_name, forked_from, masking,
-    started_at, ended_at, start_ns, end_ns, steps_started, schema_version
-) VALUES (
-    %(run_id)s, %(agent)s, %(status)s, %(error)s::jsonb, %(error_text)s, %(trace_id)s, %(span_id)s,
-    %(service_name)s, %(forked_from)s, %(masking)s, %(started_at)s, %(ended_at)s, %(start_ns)s, %(end_ns)s,
-    %(steps_started)s, %(schema_version)s
-)
-ON CONFLICT (run_id) DO UPDATE SET
-    agent = EXCLUDED.agent, status = EXCLUDED.status, error = EXCLUDED.error,
-    error_text = EXCLUDED.error_text, trace_id = EXCLUDED.trace_id, span_id = EXCLUDED.span_id,
-    service_name = EXCLUDED.service_name, forked_from = EXCLUDED.forked_from, masking = EXCLUDED.masking,
-    started_at = EXCLUDED.started_at, ended_at = EXCLUDED.ended_at, start_ns = EXCLUDED.start_ns,
-    end_ns = EXCLUDED.end_ns, steps_started = EXCLUDED.steps_started,
-    schema_version = EXCLUDED.schema_version
-WHERE r.span_id IS NULL OR (r.end_ns IS NULL AND EXCLUDED.end_ns IS NOT NULL)
-"""
 
 STEP_COLUMNS: Final = (
     "run_id, step_number, step_type, key, call_id, input_text, output_text, error_text, "
@@ -126,117 +62,6 @@ def from_db_text(value: Any) -> Any:
             return value  # not written by to_db_text: kept as it is, so it matches nothing recorded
         return text if isinstance(text, str) else value
     return value.replace(_NUL_TEXT, _NUL) if _NUL_TEXT in value else value
-
-
-def _escaped(params: dict[str, Any], columns: tuple[str, ...]) -> dict[str, Any]:
-    for column in columns:
-        params[column] = to_db_text(params[column])
-    return params
-
-
-def _text(data: bytes | None) -> str | None:
-    return None if data is None else data.decode()
-
-
-def _jsonb(data: bytes | None, text: str | None) -> str | None:
-    """The JSONB copy of a payload: its ``text`` itself (one string for both columns, so a
-    row the writer holds keeps each payload once), or None if JSONB cannot hold it."""
-    return None if data is None or _NUL_ESCAPE in data else text
-
-
-def _json_text(attributes: dict[str, Any]) -> str:
-    try:
-        return orjson.dumps(attributes, option=orjson.OPT_NON_STR_KEYS).decode()
-    except TypeError:  # text UTF-8 cannot hold that another library set: readable, as in the trace file
-        return orjson.dumps(readable_values(attributes), option=orjson.OPT_NON_STR_KEYS).decode()
-
-
-def _time(ns: int) -> datetime | None:
-    return datetime.fromtimestamp(ns / 1e9, tz=UTC) if ns else None
-
-
-def _number(attributes: Mapping[str, Any], *names: str) -> Any:
-    for name in names:
-        value = attributes.get(name)
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return value
-    return None
-
-
-def step_params(span: SpanRecord) -> dict[str, Any]:
-    """The ``INSERT_STEP`` parameters for one boundary span (payloads verified by the codec)."""
-    event = span_to_event(span)
-    error_json = None
-    if event.error is not None:
-        where = span.origin or f"span {span.span_id}"
-        error_json = read_payload(span.attributes, sc.ERROR, run_id=event.run_id, seq=event.seq, origin=where)
-    attributes = dict(event.attributes)
-    if event.output_types is not None:
-        # The output's type tags ride in the attributes column: the row keeps what replay needs.
-        attributes[sc.OUTPUT_TYPES] = event.output_types.decode()
-    if event.effect:
-        attributes[sc.EFFECT] = True
-    input_text, output_text, error_text = event.input_json.decode(), _text(event.output_json), _text(error_json)
-    params = {
-        "run_id": event.run_id,
-        "step_number": event.seq,
-        "step_type": event.kind,
-        "key": event.key,
-        "call_id": event.call_id,
-        "input": _jsonb(event.input_json, input_text),
-        "output": _jsonb(event.output_json, output_text),
-        "error": _jsonb(error_json, error_text),
-        "input_text": input_text,
-        "output_text": output_text,
-        "error_text": error_text,
-        "tokens_in": _number(attributes, sc.GEN_AI_USAGE_INPUT_TOKENS),
-        "tokens_out": _number(attributes, sc.GEN_AI_USAGE_OUTPUT_TOKENS),
-        "cost": _number(attributes, sc.GEN_AI_USAGE_COST),
-        "trace_id": event.trace_id,
-        "span_id": event.span_id,
-        "start_ns": event.start_ns,
-        "end_ns": event.end_ns,
-        "created_at": _time(event.end_ns) or datetime.now(UTC),
-        "attributes": _json_text(attributes),
-        "schema_version": event.schema_version,
-        # For the placeholder run row, when the step arrives before its run span.
-        "service_name": str(span.resource.get(sc.SERVICE_NAME, "")),
-        "started_at": _time(event.start_ns),
-    }
-    return _escaped(params, _STEP_TEXT)
-
-
-def run_params(span: SpanRecord) -> dict[str, Any]:
-    """The ``UPSERT_RUN`` parameters for a run span, started (running) or ended."""
-    info = span_to_run(span)
-    error_json = None
-    if info.error is not None:
-        where = span.origin or f"span {span.span_id}"
-        error_json = read_payload(span.attributes, sc.RUN_ERROR, run_id=info.run_id, seq=0, origin=where)
-    # The codec reads an unended run span as crashed; in the table it is running
-    # until its end arrives, and readers turn a running run into crashed.
-    status = info.status if span.ended else sc.RUN_STATUS_RUNNING
-    version = span.attributes.get(sc.SCHEMA, sc.SCHEMA_VERSION)
-    error_text = _text(error_json)
-    params = {
-        "run_id": info.run_id,
-        "agent": info.agent,
-        "status": status,
-        "error": _jsonb(error_json, error_text),
-        "error_text": error_text,
-        "trace_id": info.trace_id,
-        "span_id": info.span_id,
-        "service_name": info.service_name,
-        "forked_from": info.forked_from,
-        "masking": info.masking,
-        "started_at": _time(info.start_ns),
-        "ended_at": _time(info.end_ns) if span.ended else None,
-        "start_ns": info.start_ns,
-        "end_ns": info.end_ns if span.ended else None,
-        "steps_started": info.steps,
-        "schema_version": int(version) if isinstance(version, int) else sc.SCHEMA_VERSION,
-    }
-    return _escaped(params, _RUN_TEXT)
 
 
 def read_status(status: str, end_ns: int | None) -> str:
