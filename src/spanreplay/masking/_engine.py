@@ -132,7 +132,6 @@ class HyperscanGate:
         hyperscan: Any = importlib.import_module("hyperscan")
         self._hs = hyperscan
         self._python = PythonGate(detectors, field_words)
-        self._detectors = tuple(detectors)
         self._all = tuple(range(len(detectors)))
         hints = [hints_of(d) for d in detectors]
         self._min = tuple(h.min_length for h in hints)
