@@ -338,4 +338,3 @@ def _row_call(row: tuple[Any, ...]) -> ModelCall | None:
         trace_id=trace_id or "",
         span_id=span_id or "",
     )
-
