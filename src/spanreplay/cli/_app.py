@@ -95,7 +95,7 @@ def _traceback(state: CliState, exc: BaseException | None) -> None:
 @click.option("--debug", is_flag=True, help="Show the traceback of an error, not just its sentence.")
 @click.version_option(__version__, "--version", prog_name="spanreplay")
 @click.pass_context
-def cli(ctx: click.Context, debug: bool) -> None:
+def cli(ctx: click.Context, *, debug: bool) -> None:
     """Record AI-agent runs as OpenTelemetry spans and replay them offline, step by step.
 
     \b

@@ -95,8 +95,9 @@ class Checked:
 @click.option("--junit-xml", type=click.Path(dir_okay=False), metavar="FILE", help="Write one JUnit testcase per run.")
 @click.option("--json", "as_json", is_flag=True, help="Print the verdicts as JSON, for scripts.")
 @click.pass_obj
-def check_command(
+def check_command(  # noqa: PLR0913 -- click passes one keyword argument per option
     state: CliState,
+    *,
     source: str,
     entry: str,
     agents: Sequence[str],

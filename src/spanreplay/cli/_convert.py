@@ -29,7 +29,7 @@ FORMATS = ("otlp-json", "otlp-proto")
 @click.option("-o", "--output", required=True, help="The file to write (- for stdout).")
 @click.option("--run", "run_id", help="Only this run's spans (a run id, or a trace id for a backend source).")
 @click.option("--zstd", is_flag=True, help="Compress each batch with zstd, as the Collector's compression: zstd does.")
-def convert_command(source: str, target: str, output: str, run_id: str | None, zstd: bool) -> None:
+def convert_command(*, source: str, target: str, output: str, run_id: str | None, zstd: bool) -> None:
     """Write the spans of SOURCE as OTLP, the way the Collector's file exporter writes them.
 
     \b

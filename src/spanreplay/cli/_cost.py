@@ -90,7 +90,8 @@ class _Moment(_ParamType):
 )
 @click.option("--json", "as_json", is_flag=True, help="Print JSON, for scripts.")
 @click.option("--csv", "as_csv", is_flag=True, help="Print CSV, for spreadsheets.")
-def cost_command(
+def cost_command(  # noqa: PLR0913 -- click passes one keyword argument per option
+    *,
     source: str,
     by: Grouping,
     since: datetime | None,
@@ -165,17 +166,17 @@ def _print(out: Console, report: CostReport, plot_file: str | None) -> None:
         if report.by == "run":
             agent = group.run.agent or "-" if group.run else "-"
             row += [Text(printable(agent)), format_time(group.run.started if group.run else None)]
-        table.add_row(*row, *_numbers(group.totals, unknown))
+        table.add_row(*row, *_numbers(group.totals, unknown=unknown))
     if len(report.groups) > 1:
         table.add_section()
         filler = ["", ""] if report.by == "run" else []
-        table.add_row(Text("total", style="bold"), *filler, *_numbers(report.total, unknown), style="bold")
+        table.add_row(Text("total", style="bold"), *filler, *_numbers(report.total, unknown=unknown), style="bold")
     out.print(table)
     _notes(out, report, plot_file)
     _outliers(out, report)
 
 
-def _numbers(totals: Totals, unknown: bool) -> list[str]:
+def _numbers(totals: Totals, *, unknown: bool) -> list[str]:
     return [
         f"{totals.calls:,}",
         *([f"{totals.calls_without_usage:,}"] if unknown else []),

@@ -63,7 +63,8 @@ Exit codes:
 @click.option("--side-by-side", is_flag=True, help="Show the first differing step's payloads in two columns.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON, for scripts.")
 @prices_option
-def diff_command(
+def diff_command(  # noqa: PLR0913 -- click passes one keyword argument per option
+    *,
     source: str,
     run_a: str,
     run_b: str,
@@ -93,6 +94,21 @@ def diff_command(
     raise click.exceptions.Exit(EXIT_OK if result.same else EXIT_DIFFERENT)
 
 
+def _print_steps(out: Console, result: RunDiff) -> None:
+    """How many steps differ, and the first few of them."""
+    if not result.steps:
+        out.print(Text.assemble(("steps: ", "bold"), f"all {result.matched} match"))
+        return
+    counts = result.counts()
+    listed = ", ".join(f"{_COUNT_NAMES[name]} {n}" for name, n in counts.items() if n)
+    total = result.matched + len(result.steps)
+    out.print(Text.assemble(("differing steps: ", "bold"), f"{len(result.steps)} of {total} ({listed})"))
+    for step in result.steps[:_LISTED]:
+        out.print(f"  {step.describe()}", markup=False)
+    if len(result.steps) > _LISTED:
+        out.print(f"  ... and {len(result.steps) - _LISTED} more (--json lists them all)", markup=False)
+
+
 def _print(out: Console, result: RunDiff, *, side_by_side: bool) -> None:
     for name, log in (("A", result.a), ("B", result.b)):
         run = log.run
@@ -105,17 +121,7 @@ def _print(out: Console, result: RunDiff, *, side_by_side: bool) -> None:
                 out.print(_side_by_side(first, part))
             else:
                 _print_unified(out, first, part)
-    if result.steps:
-        counts = result.counts()
-        listed = ", ".join(f"{_COUNT_NAMES[name]} {n}" for name, n in counts.items() if n)
-        total = result.matched + len(result.steps)
-        out.print(Text.assemble(("differing steps: ", "bold"), f"{len(result.steps)} of {total} ({listed})"))
-        for step in result.steps[:_LISTED]:
-            out.print(f"  {step.describe()}", markup=False)
-        if len(result.steps) > _LISTED:
-            out.print(f"  ... and {len(result.steps) - _LISTED} more (--json lists them all)", markup=False)
-    else:
-        out.print(Text.assemble(("steps: ", "bold"), f"all {result.matched} match"))
+    _print_steps(out, result)
     if result.cost_a.model_calls or result.cost_b.model_calls:
         out.print(Text.assemble(("tokens: ", "bold"), _tokens(result.cost_a, result.cost_b)))
         out.print(Text.assemble(("USD: ", "bold"), _usd(result.cost_a, result.cost_b)))

@@ -62,8 +62,9 @@ With -- COMMAND, the exit code is the command's own.
 )
 @click.option("--ignore", "ignore_paths", multiple=True, metavar="JSONPATH", help="As for replay; repeatable.")
 @click.pass_obj
-def fork_command(
+def fork_command(  # noqa: PLR0913 -- click passes one keyword argument per option
     state: CliState,
+    *,
     source: str,
     run_id: str,
     command: Sequence[str],
@@ -94,7 +95,8 @@ def fork_command(
     overrides = parse_overrides(sets, raises)
     target = trace_dir if trace_dir is not None else (Path(source) if Path(source).is_dir() else None)
     if command:
-        code = _fork_program(list(command), source, run_id, at, sets, raises, agent, target, allow_effects)
+        env = _fork_env(source, run_id, at, agent, target, allow_effects=allow_effects)
+        code = _fork_program(list(command), env, sets, raises)
         raise click.exceptions.Exit(code)
     assert entry is not None
     if target is not None:
@@ -163,28 +165,10 @@ def _where(forking: ForkingRun) -> str:
     return f"(served up to seq {forking.forked_at - 1}, live from seq {forking.forked_at})"
 
 
-def _fork_program(
-    command: list[str],
-    source: str,
-    run_id: str,
-    at: int | None,
-    sets: Sequence[str],
-    raises: Sequence[str],
-    agent: str | None,
-    target: Path | None,
-    allow_effects: bool,
-) -> int:
-    """Run a program under ``opentelemetry-instrument`` in zero-code fork mode; its exit code."""
-    if Path(command[0]).name != "opentelemetry-instrument":
-        found = shutil.which("opentelemetry-instrument", path=str(Path(sys.executable).parent)) or shutil.which(
-            "opentelemetry-instrument"
-        )
-        if found is None:
-            raise BadInput(
-                "spanreplay fork -- COMMAND runs the command under opentelemetry-instrument, which is not "
-                "installed; pip install opentelemetry-distro, or fork with --entry MODULE:FUNCTION."
-            )
-        command = [found, *command]
+def _fork_env(
+    source: str, run_id: str, at: int | None, agent: str | None, target: Path | None, *, allow_effects: bool
+) -> dict[str, str]:
+    """This process's environment with the settings of zero-code fork mode."""
     env = dict(os.environ)
     env.update(
         {
@@ -204,6 +188,22 @@ def _fork_program(
             env.pop(name, None)
         else:
             env[name] = value
+    return env
+
+
+def _fork_program(command: list[str], env: dict[str, str], sets: Sequence[str], raises: Sequence[str]) -> int:
+    """Run a program under ``opentelemetry-instrument`` in zero-code fork mode, with the
+    environment ``env`` and the step edits ``sets`` and ``raises``; its exit code."""
+    if Path(command[0]).name != "opentelemetry-instrument":
+        found = shutil.which("opentelemetry-instrument", path=str(Path(sys.executable).parent)) or shutil.which(
+            "opentelemetry-instrument"
+        )
+        if found is None:
+            raise BadInput(
+                "spanreplay fork -- COMMAND runs the command under opentelemetry-instrument, which is not "
+                "installed; pip install opentelemetry-distro, or fork with --entry MODULE:FUNCTION."
+            )
+        command = [found, *command]
     with tempfile.TemporaryDirectory(prefix="spanreplay-fork-") as scratch:
         env.pop("SPANREPLAY_OVERRIDES", None)
         if sets or raises:

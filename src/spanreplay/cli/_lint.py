@@ -30,7 +30,7 @@ def _split(values: tuple[str, ...]) -> list[str]:
 @click.option("--ignore", "ignore", multiple=True, metavar="RULES", help="Never report these rule ids or prefixes.")
 @click.option("--json", "as_json", is_flag=True, help="Print the findings as JSON.")
 def lint_command(
-    paths: tuple[str, ...], fix: bool, select: tuple[str, ...], ignore: tuple[str, ...], as_json: bool
+    *, paths: tuple[str, ...], fix: bool, select: tuple[str, ...], ignore: tuple[str, ...], as_json: bool
 ) -> None:
     """Find direct calls that make a replay diverge: clock, random, uuid, network.
 

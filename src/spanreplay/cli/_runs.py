@@ -13,7 +13,7 @@ from ._common import console, print_json, print_runs
 @click.command("runs")
 @click.argument("source")
 @click.option("--json", "as_json", is_flag=True, help="Print the runs as a JSON array, for scripts.")
-def runs_command(source: str, as_json: bool) -> None:
+def runs_command(*, source: str, as_json: bool) -> None:
     """List the spanreplay runs in SOURCE, oldest first, with their model calls, tokens and USD.
 
     SOURCE is a trace file, a directory (searched recursively), a quoted glob,

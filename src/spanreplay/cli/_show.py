@@ -37,7 +37,7 @@ from ._common import (
 @click.argument("run_id", metavar="[RUN]", required=False)
 @click.option("--seq", type=click.IntRange(min=1), metavar="N", help="Print step N's full input and output (or error).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON, for scripts.")
-def show_command(source: str, run_id: str | None, seq: int | None, as_json: bool) -> None:
+def show_command(*, source: str, run_id: str | None, seq: int | None, as_json: bool) -> None:
     """Show run RUN from SOURCE: its header and one line per step.
 
     RUN may be left out when SOURCE holds a single run; spanreplay runs SOURCE

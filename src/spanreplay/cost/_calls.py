@@ -19,7 +19,7 @@ one snapshot.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
@@ -319,13 +319,3 @@ def _row_call(row: tuple[Any, ...]) -> ModelCall | None:
         trace_id=trace_id or "",
         span_id=span_id or "",
     )
-
-
-def calls_by_run(calls: Iterable[ModelCall]) -> Iterator[tuple[str, list[ModelCall]]]:
-    """The calls grouped by run, each run's in seq order (start time for calls without one)."""
-    grouped: dict[str, list[ModelCall]] = {}
-    for call in calls:
-        grouped.setdefault(call.run_id, []).append(call)
-    for run_id, group in grouped.items():
-        group.sort(key=lambda c: (c.seq if c.seq is not None else 0, c.start_ns))
-        yield run_id, group

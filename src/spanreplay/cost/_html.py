@@ -226,7 +226,7 @@ def _timeline(log: EventLog, costs: dict[int, StepCost], replayed: Replayed | No
     if run.status == sc.RUN_STATUS_CRASHED:
         out.append(_edge(x(end), CRASH_COLOR, "crashed", "the process died here", height))
     out.append("</svg>")
-    out.append(_legend(failed_at, diverged, run.status == sc.RUN_STATUS_CRASHED))
+    out.append(_legend(failed_at, diverged, crashed=run.status == sc.RUN_STATUS_CRASHED))
     out.append("</section>")
     return "".join(out)
 
@@ -259,7 +259,7 @@ def _edge(left: float, color: str, css: str, label: str, height: int) -> str:
     )
 
 
-def _legend(failed_at: int | None, diverged: int | None, crashed: bool) -> str:
+def _legend(failed_at: int | None, diverged: int | None, *, crashed: bool) -> str:
     items = [
         ("model call", KIND_COLORS["model"]),
         ("tool call", KIND_COLORS["tool"]),

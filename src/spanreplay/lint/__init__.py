@@ -106,11 +106,11 @@ def lint_paths(
                 root=config.root,
             )
         result.files += 1
-        result.findings.extend(_lint_file(path, config, fix, result))
+        result.findings.extend(_lint_file(path, config, result, fix=fix))
     return result
 
 
-def _lint_file(path: Path, config: LintConfig, fix: bool, result: LintResult) -> list[Finding]:
+def _lint_file(path: Path, config: LintConfig, result: LintResult, *, fix: bool) -> list[Finding]:
     shown = str(path)
     try:
         raw = path.read_bytes()

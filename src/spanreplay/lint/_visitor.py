@@ -161,23 +161,23 @@ class _Scanner:
                 names.update(fn.id for fn in fns if isinstance(fn, ast.Name))
         return names
 
-    def visit(self, node: ast.AST, allowed: bool) -> None:
+    def visit(self, node: ast.AST, *, allowed: bool) -> None:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             outer: list[ast.AST] = [*node.decorator_list, node.args]
             if node.returns is not None:
                 outer.append(node.returns)
             for part in outer:
-                self.visit(part, allowed)
+                self.visit(part, allowed=allowed)
             inner = allowed or node.name in self.boundary_bodies or any(self._is(d, _TOOL) for d in node.decorator_list)
             for statement in node.body:
-                self.visit(statement, inner)
+                self.visit(statement, allowed=inner)
             return
         if isinstance(node, ast.Call):
             if not allowed:
                 self._check(node)
             allowed = allowed or self._is(node, _BOUNDARY)
         for child in ast.iter_child_nodes(node):
-            self.visit(child, allowed)
+            self.visit(child, allowed=allowed)
 
     def _check(self, call: ast.Call) -> None:
         qualified = _qualified(call.func, self.table)

@@ -198,10 +198,6 @@ def _digits_only(text: str) -> str:
     return text.translate(_NUMBER_PUNCTUATION)
 
 
-def _has_digit(text: str) -> bool:
-    return any("0" <= ch <= "9" for ch in text)
-
-
 def _iban_refine(text: str, start: int, stop: int) -> Span | None:
     country = _IBAN_COUNTRIES.get(text[start : start + 2])
     if country is None:

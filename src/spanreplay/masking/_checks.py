@@ -167,11 +167,6 @@ def digit_count(text: str) -> int:
     return len(data) - len(data.translate(None, b"0123456789"))
 
 
-def digit_count_between(text: str, low: int, high: int) -> bool:
-    """True when ``text`` holds from ``low`` to ``high`` ASCII digits."""
-    return low <= digit_count(text) <= high
-
-
 def ipv4_ok(text: str) -> bool:
     """A dotted quad that names a host: not loopback, unspecified, multicast or a netmask."""
     parts = text.split(".")

@@ -132,7 +132,6 @@ class HyperscanGate:
         hyperscan: Any = importlib.import_module("hyperscan")
         self._hs = hyperscan
         self._python = PythonGate(detectors, field_words)
-        self._detectors = tuple(detectors)
         self._all = tuple(range(len(detectors)))
         hints = [hints_of(d) for d in detectors]
         self._min = tuple(h.min_length for h in hints)
@@ -278,6 +277,16 @@ class HyperscanGate:
     def locate(self, texts: Sequence[str], joined: str, among: Sequence[int]) -> Located:
         if self._locate_db is None or not joined:
             return self._python.locate(texts, joined, among)
+        scanned = self._locate_matches(self._locate_db, joined)
+        if scanned is None:
+            return self._python.locate(texts, joined, among)
+        ends, starts = scanned
+        return self._located(texts, joined, among, ends, starts)
+
+    def _locate_matches(self, db: Any, joined: str) -> tuple[list[list[int]], list[list[int]]] | None:
+        """Per prefilter (the locating database's pattern ids): where its matches in
+        ``joined`` end, and where they start for a prefilter compiled to say so. None
+        when the scan ran past its budget."""
         # One byte per character, so hyperscan's offsets are string offsets: every
         # non-ASCII character becomes "?", which no prefilter's characters include.
         # A NUL follows the last text too, as it follows every other: hyperscan misses
@@ -286,8 +295,6 @@ class HyperscanGate:
         # SOM_LEFTMOST), and missed none with a character after them. A prefilter's
         # boundary may take that NUL, so a match may end one past the text.
         data = (joined.encode("ascii") if joined.isascii() else joined.encode("ascii", "replace")) + b"\x00"
-        # Per prefilter (the locating database's pattern ids): where its matches end,
-        # and where they start for a prefilter compiled to say so.
         ends: list[list[int]] = [[] for _ in self._targets]
         starts = ends
         # A prefilter that matches everywhere (a long run of "1:" for the IPv6
@@ -309,9 +316,20 @@ class HyperscanGate:
                 return next(budget) > 0
 
         try:
-            self._locate_db.scan(data, on_match, 0, None, self._scratch("locate", self._locate_db))
+            db.scan(data, on_match, 0, None, self._scratch("locate", db))
         except self._hs.ScanTerminated:
-            return self._python.locate(texts, joined, among)
+            return None
+        return ends, starts
+
+    def _located(
+        self,
+        texts: Sequence[str],
+        joined: str,
+        among: Sequence[int],
+        ends: list[list[int]],
+        starts: list[list[int]],
+    ) -> Located:
+        """The windows of each detector in ``among``, from its prefilters' matches."""
         wanted = set(among)
         n = len(joined)
         longest = n if len(texts) == 1 else max(map(len, texts))

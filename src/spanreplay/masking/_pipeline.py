@@ -271,14 +271,14 @@ class Masker:
                 fields = fields and fields_possible
                 if not active and not fields:
                     return None
-        return self._walked(plan, value, active, fields, cache)
+        return self._walked(plan, value, active, fields=fields, cache=cache)
 
     def _walked(
-        self, plan: Plan, value: Any, active: Sequence[int], fields: bool, cache: StringCache | None
+        self, plan: Plan, value: Any, active: Sequence[int], *, fields: bool, cache: StringCache | None
     ) -> MaskResult | None:
         """The payload walked with the detectors ``active`` (and the field-name rules when
         ``fields``): the masked copy, or None when nothing fired."""
-        walk = Walk(plan, self._scanner, self._pseudonyms, self._default, tuple(active), fields, cache)
+        walk = Walk(plan, self._scanner, self._pseudonyms, self._default, tuple(active), fields=fields, cache=cache)
         masked = walk.run(value)
         if not walk.fired:
             return None  # every change fires, so this is the payload, uncopied

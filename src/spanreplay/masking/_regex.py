@@ -57,13 +57,13 @@ class Shape:
 
     __slots__ = ("extent", "min_width", "separable")
 
-    def __init__(self, separable: bool, min_width: int, extent: int | None) -> None:
+    def __init__(self, *, separable: bool, min_width: int, extent: int | None) -> None:
         self.separable = separable
         self.min_width = min_width
         self.extent = extent
 
 
-_UNKNOWN: Final = Shape(False, 0, None)
+_UNKNOWN: Final = Shape(separable=False, min_width=0, extent=None)
 
 # Characters a JSON writer escapes: a literal of these is not found as it is in
 # a serialized payload, which the payload gate reads.
@@ -82,7 +82,7 @@ def shape_of(regex: re.Pattern[str]) -> Shape:
     except Exception:  # an expression re.compile took; anything odd is simply unknown
         return _UNKNOWN
     extent = high + ahead + 1
-    return Shape(_nodes_ok(parsed), low, extent if extent < _UNBOUNDED else None)
+    return Shape(separable=_nodes_ok(parsed), min_width=low, extent=extent if extent < _UNBOUNDED else None)
 
 
 def _lookahead_width(nodes: Any) -> int:
@@ -114,26 +114,23 @@ def _children(name: str, av: Any) -> list[Any]:
 
 
 def _nodes_ok(nodes: Any) -> bool:
-    for op, av in nodes:
-        name = str(op)
-        if name == "LITERAL":
-            if av == 0:
-                return False
-        elif name == "IN":
-            if not _class_ok(av):
-                return False
-        elif name == "AT":
-            if str(av) not in _SAFE_ANCHORS:
-                return False
-        elif name in ("ASSERT", "ASSERT_NOT"):
-            if not _nodes_ok(av[1]):
-                return False
-        elif name in _NESTING:
-            if not all(_nodes_ok(child) for child in _children(name, av)):
-                return False
-        elif name != "GROUPREF":  # a back-reference repeats a group, which holds no NUL
-            return False  # ANY, NOT_LITERAL and whatever else: may match a NUL
-    return True
+    return all(_node_ok(str(op), av) for op, av in nodes)
+
+
+def _node_ok(name: str, av: Any) -> bool:
+    if name == "LITERAL":
+        return bool(av != 0)
+    if name == "IN":
+        return _class_ok(av)
+    if name == "AT":
+        return str(av) in _SAFE_ANCHORS
+    if name in ("ASSERT", "ASSERT_NOT"):
+        return _nodes_ok(av[1])
+    if name in _NESTING:
+        return all(_nodes_ok(child) for child in _children(name, av))
+    # A back-reference repeats a group, which holds no NUL; ANY, NOT_LITERAL and
+    # whatever else may match a NUL.
+    return name == "GROUPREF"
 
 
 def _class_ok(items: Any) -> bool:

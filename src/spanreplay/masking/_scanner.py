@@ -229,7 +229,6 @@ class Scanner:
         constant = self._constant
         remembered = self._remembered
         make = self._token
-        all_names = self._names
         alone = self._alone
         glued_texts: list[int] = []
         total = len(found)
@@ -237,7 +236,6 @@ class Scanner:
         k = -1
         while n < total:
             start, i, end = found[n]
-            n += 1
             # The text this finding is in: most often the one after the last.
             k += 1
             following = starts[k + 1]
@@ -246,48 +244,64 @@ class Scanner:
                 following = starts[k + 1]
             lo = starts[k]
             hi = following - 1
+            if n + 1 < total and found[n + 1][0] < following:
+                n, text, names, glued = self._rewrite_text(source, found, n, lo, hi, following)
+                out[k] = (text, names)
+                if glued:
+                    glued_texts.append(k)
+                continue
+            # The only finding in its text: the common case in records, a field
+            # holding one email, one phone number.
+            n += 1
             token = constant[i]
             if token is None:
                 raw = source[start:end]
                 token = remembered[i](raw) or make(i, raw)
-            glued = (start > lo and not source[start - 1].isspace()) or (end < hi and not source[end].isspace())
-            if n == total or found[n][0] >= following:
-                # The only finding in its text: the common case in records, a field
-                # holding one email, one phone number.
-                out[k] = (source[lo:start] + token + source[end:hi], alone[i])
-                if glued:
-                    glued_texts.append(k)
-                continue
-            pieces = [source[lo:start], token]
-            append = pieces.append
-            names = [all_names[i]]
-            pos = end
-            while n < total:
-                start, i, end = found[n]
-                if start >= following:
-                    break
-                n += 1
-                if start < pos:
-                    continue  # overlaps an earlier (or higher-priority) finding
-                token = constant[i]
-                if token is None:
-                    raw = source[start:end]
-                    token = remembered[i](raw) or make(i, raw)
-                append(source[pos:start])
-                append(token)
-                name = all_names[i]
-                if name not in names:
-                    names.append(name)
-                if not glued and (
-                    (start > lo and not source[start - 1].isspace()) or (end < hi and not source[end].isspace())
-                ):
-                    glued = True
-                pos = end
-            append(source[pos:hi])
-            out[k] = ("".join(pieces), tuple(names))
-            if glued:
+            out[k] = (source[lo:start] + token + source[end:hi], alone[i])
+            if (start > lo and not source[start - 1].isspace()) or (end < hi and not source[end].isspace()):
                 glued_texts.append(k)
         return glued_texts
+
+    def _rewrite_text(
+        self, source: str, found: list[Finding], n: int, lo: int, hi: int, following: int
+    ) -> tuple[int, str, tuple[str, ...], bool]:
+        """The text ``source[lo:hi]`` with its findings (from ``found[n]``, those that start
+        before ``following``) replaced in one join: the index of the next text's first
+        finding, the text, the detectors that found something in it, and whether a
+        finding touched a neighbouring character."""
+        constant = self._constant
+        remembered = self._remembered
+        make = self._token
+        all_names = self._names
+        total = len(found)
+        pieces: list[str] = []
+        append = pieces.append
+        names: list[str] = []
+        glued = False
+        pos = lo
+        while n < total:
+            start, i, end = found[n]
+            if start >= following:
+                break
+            n += 1
+            if start < pos:
+                continue  # overlaps an earlier (or higher-priority) finding
+            token = constant[i]
+            if token is None:
+                raw = source[start:end]
+                token = remembered[i](raw) or make(i, raw)
+            append(source[pos:start])
+            append(token)
+            name = all_names[i]
+            if name not in names:
+                names.append(name)
+            if not glued and (
+                (start > lo and not source[start - 1].isspace()) or (end < hi and not source[end].isspace())
+            ):
+                glued = True
+            pos = end
+        append(source[pos:hi])
+        return n, "".join(pieces), tuple(names), glued
 
     def _token(self, i: int, raw: str) -> str:
         detector = self.detectors[i]

@@ -21,7 +21,7 @@ import orjson
 from ._paths import Cell, Segment, path_text
 from ._plan import Plan, StringCache
 from ._pseudonyms import Pseudonyms, label_of
-from ._rules import DROP, PathRule
+from ._rules import DROP, FieldNames, PathRule
 from ._scanner import Scanner
 
 __all__ = ["CACHE_MIN", "SERIALIZE", "Walk"]
@@ -90,6 +90,7 @@ class Walk:
         pseudonyms: Pseudonyms,
         convert: Callable[[Any], Any],
         active: tuple[int, ...],
+        *,
         fields: bool,
         cache: StringCache | None,
     ) -> None:
@@ -354,6 +355,27 @@ class Walk:
             return False
         return masked or (matched is not None and self.field_rules is not None)
 
+    def _masked_key(self, out: dict[Any, Any], key: str) -> tuple[str, tuple[str, ...]]:
+        """``key`` as it is written into ``out`` and the detectors that found something in it."""
+        masked_key, names = self.scan_key(key)
+        if not names:
+            return key, names
+        if masked_key in out:
+            # Two keys that mask alike ("<email>" twice without a key) stay apart.
+            n = 2
+            while f"{masked_key}#{n}" in out:
+                n += 1
+            masked_key = f"{masked_key}#{n}"
+        return masked_key, names
+
+    def _field_rule(self, key: Any) -> tuple[FieldNames, str] | None:
+        """The field-name rule that matches ``key``, or None."""
+        field_rules = self.field_rules
+        if field_rules is None or type(key) is not str:
+            return None
+        matched = field_rules.get(key, _UNSEEN)
+        return self.plan.field_rule(key) if matched is _UNSEEN else matched
+
     def _entry(
         self, out: dict[Any, Any], parent: Cell, key: Any, item: Any, states: tuple[tuple[int, int], ...]
     ) -> None:
@@ -361,15 +383,7 @@ class Walk:
         new_key = key
         names: tuple[str, ...] = ()
         if type(key) is str and len(key) >= self.min_length:
-            masked_key, names = self.scan_key(key)
-            if names:
-                new_key = masked_key
-                if new_key in out:
-                    # Two keys that mask alike ("<email>" twice without a key) stay apart.
-                    n = 2
-                    while f"{new_key}#{n}" in out:
-                        n += 1
-                    new_key = f"{new_key}#{n}"
+            new_key, names = self._masked_key(out, key)
         cell = (parent, new_key)
         if names:
             self.path = cell
@@ -388,12 +402,7 @@ class Walk:
                 return
         else:
             child = ()
-        matched = None
-        field_rules = self.field_rules
-        if field_rules is not None and type(key) is str:
-            matched = field_rules.get(key, _UNSEEN)
-            if matched is _UNSEEN:
-                matched = self.plan.field_rule(key)
+        matched = self._field_rule(key)
         if matched is not None:
             self.path = cell
             new = matched[0](item, matched[1], self.pseudonyms)

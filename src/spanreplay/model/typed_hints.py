@@ -31,6 +31,8 @@ class Hints:
         if annotation is None or annotation is type(None) or annotation is Any or annotation is object:
             return None
         origin = typing.get_origin(annotation)
+        if origin is None:
+            return self._compile_class(annotation)
         args = typing.get_args(annotation)
         if origin is typing.Annotated:
             return self._compile(args[0])
@@ -41,6 +43,10 @@ class Hints:
                 # say which it was, so the recorded tags decide.
                 return None
             return ("union", tuple(members), type(None) in args)
+        return self._compile_container(origin, args)
+
+    def _compile_container(self, origin: Any, args: tuple[Any, ...]) -> Hint:
+        """A generic annotation of a container (``list[int]``, ``dict[str, Path]``)."""
         if origin in (list, set, frozenset) or origin is typing.get_origin(typing.Sequence[int]):
             item = self._compile(args[0]) if args else None
             if origin is list or origin not in (set, frozenset):
@@ -55,8 +61,10 @@ class Hints:
             key = int if args and args[0] is int else self._compile(args[0]) if args else None
             value = self._compile(args[1]) if len(args) > 1 else None
             return None if key is None and value is None else ("dict", key, value)
-        if origin is typing.Literal or origin is not None:
-            return None
+        return None  # a Literal, or another generic JSON holds as it is
+
+    def _compile_class(self, annotation: Any) -> Hint:
+        """An annotation that is not generic: a class, or something that names none."""
         if not isinstance(annotation, type):
             return None  # a TypeVar, a string that did not resolve, a NewType
         if annotation in SCALARS or annotation in (dict, list):

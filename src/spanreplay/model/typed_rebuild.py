@@ -362,7 +362,7 @@ def _build(target: Any, value: Any, ctx: _Context, path: list[Any], *, tagged: b
                 )
             return builder(value)
         try:
-            return _construct(target, value, tagged)
+            return _construct(target, value, tagged=tagged)
         except Exception:
             if structure_of(target) == "pydantic" and ctx.is_masked(path):
                 # A field masking rewrote no longer validates: the model holds the masked text.
@@ -383,7 +383,7 @@ def _build(target: Any, value: Any, ctx: _Context, path: list[Any], *, tagged: b
         ) from exc
 
 
-def _construct(cls: type, value: Any, tagged: bool) -> Any:
+def _construct(cls: type, value: Any, *, tagged: bool) -> Any:
     """An instance of ``cls`` from its JSON. ``tagged``: written by spanreplay with its tags,
     so its fields have their types already; otherwise an annotation named the class."""
     registered = REGISTRY.by_class.get(cls)
@@ -391,19 +391,7 @@ def _construct(cls: type, value: Any, tagged: bool) -> Any:
         return registered.decode(value)
     structure = structure_of(cls)
     if structure == "enum":
-        members: Any = cls
-        if issubclass(cls, enum.Flag):
-            return members(value)
-        if tagged:
-            return members[value]
-        # A recording without tags holds the member's value as orjson wrote it (a tuple
-        # as a list), or its name when only the tags were lost.
-        try:
-            return members(tuple(value) if type(value) is list else value)
-        except ValueError:
-            if isinstance(value, str) and value in members.__members__:
-                return members[value]
-            raise
+        return _construct_enum(cls, value, tagged=tagged)
     if structure == "pydantic":
         if tagged:
             # Fields rebuilt with their own tags: validating again could change them
@@ -413,64 +401,88 @@ def _construct(cls: type, value: Any, tagged: bool) -> Any:
     if structure == "namedtuple":
         return cls(*value) if type(value) is list else cls(**value)
     if structure == "dataclass":
-        fields = dataclasses.fields(cls)
-        obj = cls(**{f.name: value[f.name] for f in fields if f.init and f.name in value})
-        for f in fields:
-            if not f.init and f.name in value:
-                # A field the constructor does not take: set as recorded (frozen ones too).
-                object.__setattr__(obj, f.name, value[f.name])
-        return obj
+        return _construct_dataclass(cls, value)
     raise TypeError(f"{cls.__qualname__} is not a class spanreplay can build")
+
+
+def _construct_enum(cls: type, value: Any, *, tagged: bool) -> Any:
+    members: Any = cls
+    if issubclass(cls, enum.Flag):
+        return members(value)
+    if tagged:
+        return members[value]
+    # A recording without tags holds the member's value as orjson wrote it (a tuple
+    # as a list), or its name when only the tags were lost.
+    try:
+        return members(tuple(value) if type(value) is list else value)
+    except ValueError:
+        if isinstance(value, str) and value in members.__members__:
+            return members[value]
+        raise
+
+
+def _construct_dataclass(cls: type, value: Any) -> Any:
+    fields = dataclasses.fields(cls)
+    obj = cls(**{f.name: value[f.name] for f in fields if f.init and f.name in value})
+    for f in fields:
+        if not f.init and f.name in value:
+            # A field the constructor does not take: set as recorded (frozen ones too).
+            object.__setattr__(obj, f.name, value[f.name])
+    return obj
 
 
 def _by_hint(value: Any, hint: Hint, ctx: _Context, path: list[Any]) -> Any:
     """``value`` (no tag recorded for it) converted to what the annotation says, where it fits."""
     if type(hint) is tuple:
-        shape = hint[0]
-        if shape == "union":
-            if value is None and hint[2]:
-                return None
-            for member in hint[1]:
-                if member is None:
-                    continue
-                try:
-                    return _by_hint(value, member, ctx, path)
-                except UnservableOutputError:
-                    continue
-            return value
-        if shape in ("tuple", "tuple_of") and type(value) is list:
-            return tuple(value)
-        if shape in ("set", "frozenset") and type(value) is list:
-            return _build(shape, value, ctx, path, tagged=False)
-        if shape == "dict" and type(value) is dict and hint[1] is not None:
-            return {_by_hint(key, hint[1], ctx, [*path, key]): item for key, item in value.items()}
-        return value
+        return _by_shape(value, hint, ctx, path)
     if isinstance(hint, type):
-        if isinstance(value, hint):
-            return value
-        if hint is int:
-            return int(value) if type(value) is str and value.lstrip("-").isdecimal() else value
-        if value is None:
-            return None  # the annotation said a class; the tool returned None: that is what it returned
-        for name, cls in _BUILTIN_TAGS.items():
-            if cls is hint:
-                if ctx.is_masked(path):
-                    return value
-                if type(value) is str and ctx.event.output_types is None:
-                    old = _OLD_REPR.match(value)
-                    if old is not None:
-                        value = old.group(1)
-                return _build(name, value, ctx, path, tagged=False)
-        if ctx.is_masked(path):
-            return value  # masking rewrote it when recorded: served as the masked text it is
-        if type(value) is str and ctx.event.output_types is None:
-            old = _OLD_REPR.match(value)
-            if old is not None:
-                value = old.group(1)
-        if issubclass(hint, pathlib.PurePath):
-            return _build(hint.__name__, value, ctx, path, tagged=False)
-        return _build(hint, value, ctx, path, tagged=False)
+        return _by_class(value, hint, ctx, path)
     return value
+
+
+def _by_shape(value: Any, hint: tuple[Any, ...], ctx: _Context, path: list[Any]) -> Any:
+    """``value`` converted to a generic annotation's shape (a union, a tuple, a set, a dict)."""
+    shape = hint[0]
+    if shape == "union":
+        if value is None and hint[2]:
+            return None
+        for member in hint[1]:
+            if member is None:
+                continue
+            try:
+                return _by_hint(value, member, ctx, path)
+            except UnservableOutputError:
+                continue
+        return value
+    if shape in ("tuple", "tuple_of") and type(value) is list:
+        return tuple(value)
+    if shape in ("set", "frozenset") and type(value) is list:
+        return _build(shape, value, ctx, path, tagged=False)
+    if shape == "dict" and type(value) is dict and hint[1] is not None:
+        return {_by_hint(key, hint[1], ctx, [*path, key]): item for key, item in value.items()}
+    return value
+
+
+def _by_class(value: Any, hint: type, ctx: _Context, path: list[Any]) -> Any:
+    """``value`` converted to the class an annotation names."""
+    if isinstance(value, hint):
+        return value
+    if hint is int:
+        return int(value) if type(value) is str and value.lstrip("-").isdecimal() else value
+    if value is None:
+        return None  # the annotation said a class; the tool returned None: that is what it returned
+    if ctx.is_masked(path):
+        return value  # masking rewrote it when recorded: served as the masked text it is
+    if type(value) is str and ctx.event.output_types is None:
+        old = _OLD_REPR.match(value)
+        if old is not None:
+            value = old.group(1)
+    for name, cls in _BUILTIN_TAGS.items():
+        if cls is hint:
+            return _build(name, value, ctx, path, tagged=False)
+    if issubclass(hint, pathlib.PurePath):
+        return _build(hint.__name__, value, ctx, path, tagged=False)
+    return _build(hint, value, ctx, path, tagged=False)
 
 
 _BUILTIN_TAGS: Final[dict[str, type]] = {

@@ -36,7 +36,7 @@ from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from datetime import date, datetime, time, timedelta
 from decimal import Decimal
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import orjson
 
@@ -93,11 +93,11 @@ def to_json(
     if escape_text:
         token = _ESCAPING.set(True)
         try:
-            data, tags = _encode(value, collapse)
+            data, tags = _encode(value, collapse=collapse)
         finally:
             _ESCAPING.reset(token)
     else:
-        data, tags = _encode(value, collapse)
+        data, tags = _encode(value, collapse=collapse)
     if not tags:
         return data, None, []
     absolute = {absolute_path(path): tag for path, tag in tags.items()}
@@ -137,11 +137,11 @@ def _merge(tags: Tags, prefix: str, child: Tags | None) -> None:
             tags[prefix + path] = tag
 
 
-def _encode_list(items: list[Any] | tuple[Any, ...], collapse: bool) -> tuple[list[Any], Tags]:
+def _encode_list(items: list[Any] | tuple[Any, ...], *, collapse: bool) -> tuple[list[Any], Tags]:
     data: list[Any] = []
     children: list[Tags | None] = []
     for item in items:
-        encoded, child = _encode(item, collapse)
+        encoded, child = _encode(item, collapse=collapse)
         data.append(encoded)
         children.append(child)
     tags: Tags = {}
@@ -156,23 +156,23 @@ def _encode_list(items: list[Any] | tuple[Any, ...], collapse: bool) -> tuple[li
     return data, tags
 
 
-def _encode_dict(value: Mapping[Any, Any], collapse: bool) -> tuple[Any, Tags]:
+def _encode_dict(value: Mapping[Any, Any], *, collapse: bool) -> tuple[Any, Tags]:
     tags: Tags = {}
     if all(type(key) is str for key in value) and not (_ESCAPING.get() and not all(map(utf8_ok, value))):
         data: dict[str, Any] = {}
         for key, item in value.items():
-            encoded, child = _encode(item, collapse)
+            encoded, child = _encode(item, collapse=collapse)
             data[key] = encoded
             if child:
                 _merge(tags, key_path(key), child)
         return data, tags
     # Keys JSON cannot hold (numbers, tuples, dates): a list of [key, value] pairs.
-    pairs, tags = _encode_list([[key, item] for key, item in value.items()], collapse)
+    pairs, tags = _encode_list([[key, item] for key, item in value.items()], collapse=collapse)
     tags[""] = "dict"
     return pairs, tags
 
 
-def _encode(value: Any, collapse: bool) -> tuple[Any, Tags | None]:
+def _encode(value: Any, *, collapse: bool) -> tuple[Any, Tags | None]:
     """``value`` JSON-ready, and its tags relative to it ("" for itself), or None when it needs none."""
     kind = type(value)
     if kind in SCALARS:
@@ -180,29 +180,32 @@ def _encode(value: Any, collapse: bool) -> tuple[Any, Tags | None]:
             return escape(value), {"": ESCAPED + "str"}
         return value, None
     if kind is dict:
-        data, tags = _encode_dict(value, collapse)
+        data, tags = _encode_dict(value, collapse=collapse)
         return data, tags or None
     if kind is list:
-        items, tags = _encode_list(value, collapse)
+        items, tags = _encode_list(value, collapse=collapse)
         return items, tags or None
     encoder = _ENCODERS.get(kind)
     if encoder is None:
         encoder = _encoder_for(kind)
-    return encoder(value, collapse)
+    return encoder(value, collapse=collapse)
 
 
-Encoder = Callable[[Any, bool], tuple[Any, Tags | None]]
+class Encoder(Protocol):
+    """Writes one value of a type JSON-ready, with its tags (None when it needs none)."""
+
+    def __call__(self, value: Any, *, collapse: bool) -> tuple[Any, Tags | None]: ...
 
 
 def _text(tag: str, convert: Callable[[Any], Any]) -> Encoder:
-    def encode(value: Any, collapse: bool) -> tuple[Any, Tags | None]:
+    def encode(value: Any, *, collapse: bool) -> tuple[Any, Tags | None]:
         return convert(value), {"": tag}
 
     return encode
 
 
-def _container(tag: str, order: bool) -> Encoder:
-    def encode(value: Any, collapse: bool) -> tuple[Any, Tags | None]:
+def _container(tag: str, *, order: bool) -> Encoder:
+    def encode(value: Any, *, collapse: bool) -> tuple[Any, Tags | None]:
         items = list(value)
         if order:
             # Sets are written in a stable order, so one run's recording does not depend on hashing.
@@ -210,7 +213,7 @@ def _container(tag: str, order: bool) -> Encoder:
                 items.sort()
             except Exception:  # items of several types, or ones that refuse to compare
                 items.sort(key=repr)
-        data, tags = _encode_list(items, collapse)
+        data, tags = _encode_list(items, collapse=collapse)
         tags[""] = tag
         return data, tags
 
@@ -223,14 +226,14 @@ def _class_encoder(cls: type) -> Encoder | None:
     if registered is not None and registered.encode is not None:
         custom = registered.encode
 
-        def encode_custom(value: Any, collapse: bool) -> tuple[Any, Tags | None]:
+        def encode_custom(value: Any, *, collapse: bool) -> tuple[Any, Tags | None]:
             try:
                 plain = custom(value)
             except Exception:
                 # Recording fails open: the value is marked as not recorded, and replay says so.
                 logger.debug("spanreplay: the encode= registered for %s failed", name, exc_info=True)
-                return _unencodable(value, collapse)
-            data, tags = _encode(plain, collapse)
+                return _unencodable(value, collapse=collapse)
+            data, tags = _encode(plain, collapse=collapse)
             tags = dict(tags or {})
             tags[""] = name
             return data, tags
@@ -244,7 +247,7 @@ def _class_encoder(cls: type) -> Encoder | None:
         # a Flag by its value, as a combination of flags has no name of its own.
         flag = issubclass(cls, enum.Flag)
 
-        def encode_enum(value: Any, collapse: bool) -> tuple[Any, Tags | None]:
+        def encode_enum(value: Any, *, collapse: bool) -> tuple[Any, Tags | None]:
             return (value.value if flag else value.name), {"": name}
 
         return encode_enum
@@ -260,20 +263,20 @@ def _class_encoder(cls: type) -> Encoder | None:
         fields.update(getattr(value, "__pydantic_extra__", None) or {})
         return fields
 
-    def encode_object(value: Any, collapse: bool) -> tuple[Any, Tags | None]:
+    def encode_object(value: Any, *, collapse: bool) -> tuple[Any, Tags | None]:
         try:
             fields = fields_of(value)
         except Exception:
             logger.debug("spanreplay: the fields of a %s could not be read", name, exc_info=True)
-            return _unencodable(value, collapse)
-        data, tags = _encode_dict(fields, collapse)
+            return _unencodable(value, collapse=collapse)
+        data, tags = _encode_dict(fields, collapse=collapse)
         tags[""] = name
         return data, tags
 
     return encode_object
 
 
-def _unencodable(value: Any, collapse: bool) -> tuple[Any, Tags | None]:
+def _unencodable(value: Any, *, collapse: bool) -> tuple[Any, Tags | None]:
     kind = type(value)
     name = f"{kind.__module__}.{kind.__qualname__}"
     try:
@@ -288,19 +291,19 @@ def unencodable_output(value: Any) -> tuple[str, str, str]:
     """What is recorded of an output JSON cannot hold in any form (an integer past 64 bits,
     nesting past the encoder's depth): its text, tags that make replay refuse the step,
     and its type's name."""
-    text, tags = _unencodable(value, True)
+    text, tags = _unencodable(value, collapse=True)
     tag = (tags or {}).get("", UNENCODABLE)
     return readable(str(text)), orjson.dumps({"$": tag}).decode(), tag[len(UNENCODABLE) :]
 
 
-def _passthrough(value: Any, collapse: bool) -> tuple[Any, Tags | None]:
+def _passthrough(value: Any, *, collapse: bool) -> tuple[Any, Tags | None]:
     if isinstance(value, str) and _ESCAPING.get() and not utf8_ok(value):
         return escape(value), {"": ESCAPED + "str"}
     return value, None
 
 
 def _path(tag: str) -> Encoder:
-    def encode(value: Any, collapse: bool) -> tuple[Any, Tags | None]:
+    def encode(value: Any, *, collapse: bool) -> tuple[Any, Tags | None]:
         text = str(value)
         if _ESCAPING.get() and not utf8_ok(text):  # a file name that is not UTF-8
             return escape(text), {"": ESCAPED + tag}
@@ -317,11 +320,11 @@ def _encoder_for(kind: type) -> Encoder:
             # base type, and replay gives that base type back.
             encoder = _passthrough
         elif issubclass(kind, tuple):
-            encoder = _container("tuple", False)
+            encoder = _container("tuple", order=False)
         elif issubclass(kind, dict):
-            encoder = lambda value, collapse: _encode(dict(value), collapse)  # noqa: E731
+            encoder = lambda value, *, collapse: _encode(dict(value), collapse=collapse)  # noqa: E731
         elif issubclass(kind, list):
-            encoder = lambda value, collapse: _encode(list(value), collapse)  # noqa: E731
+            encoder = lambda value, *, collapse: _encode(list(value), collapse=collapse)  # noqa: E731
         elif issubclass(kind, pathlib.PurePath):
             # The nearest of pathlib's public classes (they live in pathlib._local from 3.13).
             base = next(cls for cls in kind.__mro__ if PATHS.get(cls.__name__) is cls)
@@ -360,9 +363,9 @@ _BUILTIN_ENCODERS: Final[dict[type, Encoder]] = {
     bytes: _text("bytes", _b64),
     bytearray: _text("bytearray", _b64),
     memoryview: _text("bytes", _b64),
-    tuple: _container("tuple", False),
-    set: _container("set", True),
-    frozenset: _container("frozenset", True),
+    tuple: _container("tuple", order=False),
+    set: _container("set", order=True),
+    frozenset: _container("frozenset", order=True),
 }
 _ENCODERS: dict[type, Encoder] = dict(_BUILTIN_ENCODERS)
 

@@ -109,12 +109,12 @@ def read_file(
     """
     shown = STDIN_NAME if name == STDIN else name
     if damaged is None:
-        yield from _read_file(name, shown, contains, explicit, damaged)
+        yield from _read_file(name, shown, contains, damaged, explicit=explicit)
         return
     # The runs whose spans this file handed on: a file skipped part way may have held more of them.
     held: dict[str, None] = {}
     try:
-        for span in _read_file(name, shown, contains, explicit, damaged):
+        for span in _read_file(name, shown, contains, damaged, explicit=explicit):
             run_id = span.attributes.get(RUN_ID)
             if type(run_id) is str and run_id not in held:
                 held[run_id] = None
@@ -129,7 +129,7 @@ def read_file(
 
 
 def _read_file(
-    name: str, shown: str, contains: bytes | None, explicit: bool, damaged: DamageHook | None
+    name: str, shown: str, contains: bytes | None, damaged: DamageHook | None, *, explicit: bool
 ) -> Iterator[SpanRecord]:
     limit = limits()
 
@@ -143,7 +143,7 @@ def _read_file(
     with _open(name, shown, limit) as (stream, compression, inflation):
         reading = Reading(shown, contains, locate, limit.line, damaged, inflation)
         try:
-            yield from _read(reading, stream, explicit)
+            yield from _read(reading, stream, explicit=explicit)
         except LineTooLong as exc:
             lineno = exc.lineno or (locate(exc.offset) if exc.offset is not None else None)
             where = f"{shown}:{lineno}" if lineno is not None else f"{shown} at byte {exc.offset}"
@@ -245,7 +245,7 @@ class _Unclosed(io.RawIOBase):
         return len(data)
 
 
-def _read(reading: Reading, stream: IO[bytes], explicit: bool) -> Iterator[SpanRecord]:
+def _read(reading: Reading, stream: IO[bytes], *, explicit: bool) -> Iterator[SpanRecord]:
     name, limit = reading.name, reading.limit
     first: bytes | None
     raw_head = peek(stream, 64)
@@ -297,7 +297,7 @@ def _read(reading: Reading, stream: IO[bytes], explicit: bool) -> Iterator[SpanR
                     "to read it.",
                     source=name,
                 ) from None
-            yield from _read_document(name, data, explicit)
+            yield from _read_document(name, data, explicit=explicit)
         return
     try:
         classify(doc)
@@ -352,7 +352,7 @@ def _read_records(
         ) from None
 
 
-def _read_document(name: str, data: bytes, explicit: bool) -> Iterator[SpanRecord]:
+def _read_document(name: str, data: bytes, *, explicit: bool) -> Iterator[SpanRecord]:
     try:
         doc = orjson.loads(data)
     except orjson.JSONDecodeError as exc:

@@ -210,7 +210,7 @@ class BoundarySpan(trace_api.Span, ReadableSpan):
         exception: BaseException,
         attributes: types.Attributes = None,
         timestamp: int | None = None,
-        escaped: bool = False,
+        escaped: bool = False,  # noqa: FBT001, FBT002 -- OpenTelemetry's Span.record_exception signature
     ) -> None:
         module = type(exception).__module__
         qualname = type(exception).__qualname__
@@ -335,7 +335,9 @@ class BoundarySpans:
         flags = _SAMPLED if sampled else _NOT_SAMPLED
         if _RANDOM and parent.trace_flags & _RANDOM:
             flags = TraceFlags(flags | _RANDOM)
-        own = SpanContext(parent.trace_id, self._ids.generate_span_id(), False, flags, state)
+        own = SpanContext(
+            parent.trace_id, self._ids.generate_span_id(), is_remote=False, trace_flags=flags, trace_state=state
+        )
         if not recording:
             return trace_api.NonRecordingSpan(own)
         span = BoundarySpan(name, own, parent, kind, attributes, self)

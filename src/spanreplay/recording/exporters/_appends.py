@@ -90,11 +90,11 @@ class LineFile:
                 end = position
                 written += count
         except OSError:
-            self._repair(start, end, back_to_back)
+            self._repair(start, end, back_to_back=back_to_back)
             raise
         self.torn = False
 
-    def _repair(self, start: int, end: int, back_to_back: bool) -> None:
+    def _repair(self, start: int, end: int, *, back_to_back: bool) -> None:
         try:
             if back_to_back and os.fstat(self.fd).st_size == end:
                 os.ftruncate(self.fd, start)
