@@ -357,7 +357,8 @@ def test_the_former_strict_names_still_work_and_say_what_they_are_now(
 ) -> None:
     with pytest.warns(DeprecationWarning, match=r"configure\(raise_internal_errors=\)"):
         config = spanreplay.configure(trace_dir=trace_dir, tracer_provider=provider, strict=False)
-    assert (config.raise_internal_errors, config.strict) == (False, False)
+    with pytest.warns(DeprecationWarning, match=r"Settings\.raise_internal_errors"):
+        assert (config.raise_internal_errors, config.strict) == (False, False)
     with spanreplay.record() as run:
         search("x")
         search("y")

@@ -171,8 +171,8 @@ def configure(
         The Settings in force. Calling ``configure()`` again replaces them.
 
     Raises:
-        ConfigurationError: ``tracer_provider`` is not an SDK provider; or, when
-            strict, the OTLP variables ask for a protocol that cannot be set up; or
+        ConfigurationError: ``tracer_provider`` is not an SDK provider; or, under
+            ``raise_internal_errors``, the OTLP variables ask for a protocol that cannot be set up; or
             ``keep_ok`` (``SPANREPLAY_KEEP_OK``) is not a share from 0 to 1.
     """
     if trace_dir is _DEFAULT_TRACE_DIR:
@@ -192,7 +192,7 @@ def configure(
         tracer_provider=tracer_provider,
         otlp=otlp,
         fsync=fsync,
-        strict=raise_internal_errors,
+        raise_internal_errors=raise_internal_errors,
         resource_attributes=resource_attributes,
         postgres=postgres,
         masking=masking,
@@ -209,7 +209,7 @@ def _configure(
     tracer_provider: TracerProvider | None,
     otlp: bool | None,
     fsync: bool,
-    strict: bool | None,
+    raise_internal_errors: bool | None,
     resource_attributes: dict[str, Any] | None,
     postgres: str | PostgresSpanProcessor | None,
     masking: MaskingConfig | bool | None,
@@ -217,7 +217,8 @@ def _configure(
     keep: KeepPolicy | None = None,
     postgres_commit: str | None = None,
 ) -> Settings:
-    strict = strict if strict is not None else environment().strict
+    if raise_internal_errors is None:
+        raise_internal_errors = environment().raise_internal_errors
     with _lock:
         provider, created = _provider(tracer_provider, service_name, resource_attributes, make_global=make_global)
         attached = _attached.get(provider)
@@ -236,11 +237,13 @@ def _configure(
         file_processor = attached.file_processor
         if trace_dir is not None:
             if file_processor is None:
-                file_processor = DurableFileSpanProcessor(trace_dir, fsync=fsync, strict=strict)
+                file_processor = DurableFileSpanProcessor(
+                    trace_dir, fsync=fsync, raise_internal_errors=raise_internal_errors
+                )
                 provider.add_span_processor(file_processor)
                 attached.file_processor = file_processor
             else:
-                file_processor.retarget(trace_dir, fsync=fsync, strict=strict)
+                file_processor.retarget(trace_dir, fsync=fsync, raise_internal_errors=raise_internal_errors)
         elif file_processor is not None:
             file_processor.enabled = False
         for other, processors in list(_attached.items()):
@@ -249,7 +252,7 @@ def _configure(
                 processors.file_processor.enabled = False
 
         if attached.otlp_processor is None and (otlp or (otlp is None and attached.owned and _otlp_requested())):
-            attached.otlp_processor = _otlp_processor(provider, strict)
+            attached.otlp_processor = _otlp_processor(provider, raise_internal_errors)
 
         attached.postgres_processor = _postgres_processor(
             provider, postgres, attached.postgres_processor, postgres_commit
@@ -261,7 +264,7 @@ def _configure(
             tracer=provider.get_tracer(sc.INSTRUMENTATION_NAME, __version__),
             file_processor=file_processor if trace_dir is not None else None,
             otlp_processor=attached.otlp_processor,
-            raise_internal_errors=strict,
+            raise_internal_errors=raise_internal_errors,
             postgres_processor=attached.postgres_processor,
             masker=masker_of(masking),
             keep=keep,
@@ -297,7 +300,7 @@ def settings() -> Settings:
         tracer_provider=None,
         otlp=None,
         fsync=False,
-        strict=None,
+        raise_internal_errors=None,
         resource_attributes=None,
         postgres=None,
         masking=None,
@@ -365,7 +368,7 @@ def recording_into(trace_dir: str | os.PathLike[str]) -> Iterator[Settings]:
         previous = current_settings()
     preflight()
     provider = TracerProvider(resource=otlp_resource(None, None))
-    file_processor = DurableFileSpanProcessor(trace_dir, strict=True)
+    file_processor = DurableFileSpanProcessor(trace_dir, raise_internal_errors=True)
     provider.add_span_processor(RunIdSpanProcessor())
     provider.add_span_processor(file_processor)
     scoped = Settings(
@@ -432,11 +435,11 @@ def _otlp_requested() -> bool:
     return bool(os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT"))
 
 
-def _otlp_processor(provider: TracerProvider, strict: bool) -> OtlpSpanProcessor | None:
+def _otlp_processor(provider: TracerProvider, raise_internal_errors: bool) -> OtlpSpanProcessor | None:
     try:
         processor = OtlpSpanProcessor.from_environment()
     except Exception:
-        if strict:
+        if raise_internal_errors:
             raise
         logger.exception("spanreplay could not set up the OTLP exporter; recording to the trace files only")
         return None

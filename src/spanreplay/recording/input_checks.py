@@ -83,7 +83,7 @@ class InputChecks:
         value: Any,
         masked: str,
         *,
-        strict: bool,
+        raise_internal_errors: bool,
         failed: Callable[[str], None],
     ) -> bool:
         """Put the exact checks of a masked input on its span's ``attributes``; ``masked`` is
@@ -93,7 +93,7 @@ class InputChecks:
             fired = [(str(r["path"]), str(r["rule"])) for r in orjson.loads(masked)]
             checks = self.attribute(kind, key, call_id, value, fired)
         except OSError as error:
-            if strict:
+            if raise_internal_errors:
                 raise
             if isinstance(error, TraceFileLinkError):
                 # Not a full disk the file processor reports too: a link someone planted.

@@ -82,7 +82,7 @@ class RecordingRun(Run):
         super().__init__(run_id or new_run_id(), self._names(agent))
         self.forked_from = forked_from
         self._span: trace.Span | None = None
-        self._strict = False
+        self._raise_internal_errors = False
         self._failed = False  # an internal failure was logged: log later ones quietly
         self._tracer: trace.Tracer = trace.NoOpTracer()
         # Boundary spans without the SDK's per-attribute checks, where the tracer allows it.
@@ -104,7 +104,7 @@ class RecordingRun(Run):
         ctx: otel_context.Context | None = None
         try:
             config = self._config = settings()
-            self._strict = config.raise_internal_errors
+            self._raise_internal_errors = config.raise_internal_errors
             self._tracer = config.tracer
             self._spans = BoundarySpans.for_tracer(self._tracer)
             if config.masker is not None and config.masker.enabled:
@@ -186,8 +186,8 @@ class RecordingRun(Run):
                 self.internal_failure("log the failure alert")
 
     def internal_failure(self, what: str) -> None:
-        """Report a failure of spanreplay's own: raised when strict, else logged once per run."""
-        if self._strict:
+        """Report a failure of spanreplay's own: raised under ``raise_internal_errors``, else logged once per run."""
+        if self._raise_internal_errors:
             raise
         if self._failed:
             logger.debug("spanreplay could not %s for run %s", what, self.run_id, exc_info=True)
@@ -311,7 +311,14 @@ class RecordingRun(Run):
             if masked:
                 attributes[sc.INPUT + sc.MASKED_SUFFIX] = masked
                 if self._checks is not None and not self._checks.add_to(
-                    attributes, kind, key, call_id, unmasked, masked, strict=self._strict, failed=self.internal_failure
+                    attributes,
+                    kind,
+                    key,
+                    call_id,
+                    unmasked,
+                    masked,
+                    raise_internal_errors=self._raise_internal_errors,
+                    failed=self.internal_failure,
                 ):
                     self._checks = None  # the salt could not be written: replay compares by kind
             if extra:  # the only way message content gets here
