@@ -109,7 +109,9 @@ class RecordingRun(Run):
             self._spans = BoundarySpans.for_tracer(self._tracer)
             if config.masker is not None and config.masker.enabled:
                 self._masking = config.masker.session()
-                self._checks = InputChecks.start(config.masker, config.trace_dir, self.run_id)
+                self._checks = InputChecks.start(
+                    config.masker, config.trace_dir, self.run_id, config.raise_internal_errors
+                )
                 self._others = OthersMasking(config.masker)
                 if self._spans is not None:
                     self._spans.others = self._others
@@ -186,7 +188,7 @@ class RecordingRun(Run):
                 self.internal_failure("log the failure alert")
 
     def internal_failure(self, what: str) -> None:
-        """Report a failure of spanreplay's own: raised under ``raise_internal_errors``, else logged once per run."""
+        """Report a failure of spanreplay's own: raised if ``raise_internal_errors``, else logged once per run."""
         if self._raise_internal_errors:
             raise
         if self._failed:
@@ -311,14 +313,7 @@ class RecordingRun(Run):
             if masked:
                 attributes[sc.INPUT + sc.MASKED_SUFFIX] = masked
                 if self._checks is not None and not self._checks.add_to(
-                    attributes,
-                    kind,
-                    key,
-                    call_id,
-                    unmasked,
-                    masked,
-                    raise_internal_errors=self._raise_internal_errors,
-                    failed=self.internal_failure,
+                    attributes, kind, key, call_id, unmasked, masked, failed=self.internal_failure
                 ):
                     self._checks = None  # the salt could not be written: replay compares by kind
             if extra:  # the only way message content gets here
