@@ -59,7 +59,9 @@ from spanreplay.model.error_records import register_error_rebuilder
 from spanreplay.model.events import ErrorInfo, Event, EventLog, RunInfo, RunSummary
 from spanreplay.model.typed_classes import register_type
 from spanreplay.readers import SpanReplayWarning
+from spanreplay.recording.config_values import OtlpExport, PostgresStore
 from spanreplay.recording.configuration import Settings, configure, is_configured, reset, settings
+from spanreplay.recording.keep import KeepPolicy
 from spanreplay.replaying.forking_run import ForkingRun, fork
 from spanreplay.replaying.guard import DeterminismWarning
 from spanreplay.replaying.replaying_run import ReplayingRun
@@ -109,14 +111,17 @@ __all__ = [
     "EventLog",
     "ForkingRun",
     "InputChangedError",
+    "KeepPolicy",
     "LeftoverEventsError",
     "LiveEffectRefusedError",
     "MaskingConfig",
     "Mode",
     "NoRunInContextError",
+    "OtlpExport",
     "OutcomeChangedError",
     "PayloadIntegrityError",
     "PostgresError",
+    "PostgresStore",
     "RecordedBaseExceptionError",
     "RecordedError",
     "ReplayDivergenceError",

@@ -79,7 +79,7 @@ class Environment:
     allow_effects: bool
     agent: str | None
     trace_dir: str | None
-    strict: bool
+    raise_internal_errors: bool
     mask_key: str | None
     input_refs: bool
     postgres_dsn: str | None
@@ -129,7 +129,7 @@ def environment(environ: Mapping[str, str] | None = None) -> Environment:
         allow_effects=flag("SPANREPLAY_ALLOW_EFFECTS"),
         agent=text("SPANREPLAY_AGENT"),
         trace_dir=text("SPANREPLAY_TRACE_DIR"),
-        strict=env.get("SPANREPLAY_STRICT", "").lower() in ("1", "true"),
+        raise_internal_errors=env.get("SPANREPLAY_STRICT", "").lower() in ("1", "true"),
         mask_key=text("SPANREPLAY_MASK_KEY"),
         input_refs=env.get("SPANREPLAY_INPUT_REFS", "1").strip().lower() not in _OFF,
         postgres_dsn=text("SPANREPLAY_POSTGRES_DSN"),

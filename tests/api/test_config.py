@@ -357,7 +357,8 @@ def test_the_former_strict_names_still_work_and_say_what_they_are_now(
 ) -> None:
     with pytest.warns(DeprecationWarning, match=r"configure\(raise_internal_errors=\)"):
         config = spanreplay.configure(trace_dir=trace_dir, tracer_provider=provider, strict=False)
-    assert (config.raise_internal_errors, config.strict) == (False, False)
+    with pytest.warns(DeprecationWarning, match=r"Settings\.raise_internal_errors"):
+        assert (config.raise_internal_errors, config.strict) == (False, False)
     with spanreplay.record() as run:
         search("x")
         search("y")
@@ -368,3 +369,17 @@ def test_the_former_strict_names_still_work_and_say_what_they_are_now(
     assert replaying.outcome == "completed"
     with pytest.raises(spanreplay.LeftoverEventsError), spanreplay.replay(trace_dir, run.run_id):
         search("x")
+
+
+def test_the_file_processor_takes_its_former_strict_name_with_a_warning(tmp_path: Path) -> None:
+    from spanreplay.exporters import DurableFileSpanProcessor
+
+    with pytest.warns(DeprecationWarning, match=r"DurableFileSpanProcessor\(raise_internal_errors=\)"):
+        processor = DurableFileSpanProcessor(tmp_path, strict=True)
+    assert processor.raise_internal_errors is True
+    with pytest.warns(DeprecationWarning, match=r"\.raise_internal_errors"):
+        processor.strict = False
+    assert processor.raise_internal_errors is False
+    with pytest.warns(DeprecationWarning, match=r"\.raise_internal_errors"):
+        assert processor.strict is False
+    assert DurableFileSpanProcessor(tmp_path, raise_internal_errors=True).raise_internal_errors is True

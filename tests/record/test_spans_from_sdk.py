@@ -111,7 +111,7 @@ def three_ways(
         )
         otlp = OtlpSpanProcessor(build_exporter("http/protobuf"), schedule_delay=60)
         provider.add_span_processor(SimpleSpanProcessor(memory))
-        provider.add_span_processor(DurableFileSpanProcessor(tmp_path / "traces", strict=True))
+        provider.add_span_processor(DurableFileSpanProcessor(tmp_path / "traces", raise_internal_errors=True))
         provider.add_span_processor(otlp)
         make_spans(provider)
         assert otlp.force_flush(10_000)

@@ -169,10 +169,10 @@ def line_spans(reading: Reading, line: bytes, lineno: int | None, at: int, doc: 
 
 
 # What a read without a ``damaged`` hook raises for a damaged line: (file, line) -> the error.
-_Strict = Callable[[str, "int | None"], TraceFormatError]
+_LineError = Callable[[str, "int | None"], TraceFormatError]
 
 
-def _invalid_json(reason: str) -> _Strict:
+def _invalid_json(reason: str) -> _LineError:
     def error(name: str, lineno: int | None) -> TraceFormatError:
         where = f"{name}:{lineno}" if lineno is not None else name
         return TraceFormatError(
@@ -186,13 +186,13 @@ def _invalid_json(reason: str) -> _Strict:
 
 
 def _damaged(
-    reading: Reading, line: bytes, lineno: int | None, at: int, reason: str, strict: _Strict
+    reading: Reading, line: bytes, lineno: int | None, at: int, reason: str, line_error: _LineError
 ) -> Iterator[SpanRecord]:
     """Skip a damaged line with one warning, hand it to the hook, and read a whole line written after it;
-    without a hook, raise ``strict``'s error."""
+    without a hook, raise the error ``line_error`` makes."""
     lineno = lineno or reading.locate(at)
     if reading.damaged is None:
-        raise strict(reading.name, lineno) from None
+        raise line_error(reading.name, lineno) from None
     origin = _origin(reading.name, lineno, at)
     recovered = _recover(line, origin)
     torn = line if recovered is None else line[: recovered[0]]

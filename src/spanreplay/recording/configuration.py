@@ -24,6 +24,7 @@ from spanreplay.masking import MaskingConfig
 from spanreplay.model.events import RunSummary
 from spanreplay.run.context import current_run_id
 
+from .config_values import OtlpExport, PostgresStore, otlp_export_of, postgres_of
 from .exporters._file import DurableFileSpanProcessor
 from .exporters._otlp import OtlpSpanProcessor
 from .exporters._otlp_dicts import attributes_of
@@ -90,15 +91,15 @@ def configure(
     trace_dir: str | os.PathLike[str] | None = _DEFAULT_TRACE_DIR,
     *,
     tracer_provider: TracerProvider | None = None,
-    otlp: bool | None = None,
+    otlp: bool | OtlpExport | None = None,
     fsync: bool = False,
     raise_internal_errors: bool | None = None,
     resource_attributes: dict[str, Any] | None = None,
-    postgres: str | PostgresSpanProcessor | None = None,
+    postgres: str | PostgresStore | PostgresSpanProcessor | None = None,
     masking: MaskingConfig | bool | None = None,
     strict: bool | None = None,
     keep_ok: float | None = None,
-    keep: Callable[[RunSummary], bool] | None = None,
+    keep: Callable[[RunSummary], bool] | KeepPolicy | None = None,
     postgres_commit: str | None = None,
     accelerate: bool | None = None,
 ) -> Settings:
@@ -131,7 +132,8 @@ def configure(
             ``OTEL_EXPORTER_OTLP_ENDPOINT`` or ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` is
             set, ``OTEL_TRACES_EXPORTER`` does not rule out ``otlp``, and spanreplay
             created the provider itself: an application's own provider already
-            exports the way the application set it up.
+            exports the way the application set it up. An ``OtlpExport`` says
+            whether and also how (``protocol``, ``endpoint``).
         fsync: fsync the trace file after each span (survives power loss; slower).
         raise_internal_errors: raise spanreplay's own internal failures (an unwritable trace dir, a
             span that cannot be encoded) instead of logging them once per run and
@@ -142,13 +144,15 @@ def configure(
         resource_attributes: extra resource attributes for a provider spanreplay creates.
         postgres: also write every step to Postgres as it completes: a DSN
             (``postgresql://...``; ``SPANREPLAY_POSTGRES_DSN`` is the default) or a
-            ``PostgresSpanProcessor`` (batched mode, other timeouts). See docs/postgres.md.
+            ``PostgresSpanProcessor`` (batched mode, other timeouts), or a ``PostgresStore``
+            holding either and the commit mode. See docs/postgres.md.
         postgres_commit: how the rows of a ``postgres`` DSN are committed: ``"sync"``
             (the default; ``SPANREPLAY_POSTGRES_COMMIT`` sets it) waits for the server's
-            WAL flush, ``"async"`` does not (``synchronous_commit=off``).
+            WAL flush, ``"async"`` does not (``synchronous_commit=off``). Not beside a
+            ``PostgresStore``, which holds its own.
         masking: how payloads are masked before they become span attributes: a
-            ``spanreplay.masking.MaskingConfig``; None or True for the defaults (on);
-            False to record payloads unmasked. See docs/masking.md.
+            ``spanreplay.masking.MaskingConfig`` (the value object for masking); None or
+            True for the defaults (on); False to record payloads unmasked. See docs/masking.md.
         keep_ok: the share of successful runs kept once they end (0.1: one in ten,
             picked by a hash of the run id, so every process agrees); the trace file,
             salt and Postgres rows of the others are removed when they end. Failed and
@@ -157,7 +161,8 @@ def configure(
         keep: a callable given the ``RunSummary`` of a successful run (steps, model
             calls, tokens, usd) that keeps the run when it returns True, whatever its
             share (``lambda run: run.usd > 1``). Without ``keep_ok`` only the runs it
-            asks for are kept. One that raises keeps the run.
+            asks for are kept. One that raises keeps the run. A ``KeepPolicy`` holds
+            both (``keep=KeepPolicy(keep_ok=0.1, keep=...)``; not beside ``keep_ok``).
         accelerate: False turns off every speed shortcut that reads another
             library's private names (the direct replay of a plain Anthropic call,
             boundary spans started without the SDK's per-attribute checks, the
@@ -171,9 +176,11 @@ def configure(
         The Settings in force. Calling ``configure()`` again replaces them.
 
     Raises:
-        ConfigurationError: ``tracer_provider`` is not an SDK provider; or, when
-            strict, the OTLP variables ask for a protocol that cannot be set up; or
-            ``keep_ok`` (``SPANREPLAY_KEEP_OK``) is not a share from 0 to 1.
+        ConfigurationError: ``tracer_provider`` is not an SDK provider; or, under
+            ``raise_internal_errors``, the OTLP variables ask for a protocol that cannot be set up; or
+            ``keep_ok`` (``SPANREPLAY_KEEP_OK``) is not a share from 0 to 1; or a value
+            object is given beside the plain keyword it replaces (``keep_ok`` beside a
+            ``KeepPolicy``, ``postgres_commit`` beside a ``PostgresStore``).
     """
     if trace_dir is _DEFAULT_TRACE_DIR:
         trace_dir = _default_trace_dir()
@@ -185,20 +192,22 @@ def configure(
         )
         if raise_internal_errors is None:
             raise_internal_errors = strict
+    store, commit = postgres_of(postgres, postgres_commit)
+    policy = policy_of(keep_ok, keep)
     set_accelerate(accelerate)
     return _configure(
         service_name,
         trace_dir,
         tracer_provider=tracer_provider,
-        otlp=otlp,
+        otlp=otlp_export_of(otlp),
         fsync=fsync,
-        strict=raise_internal_errors,
+        raise_internal_errors=raise_internal_errors,
         resource_attributes=resource_attributes,
-        postgres=postgres,
+        postgres=store,
         masking=masking,
         make_global=True,
-        keep=policy_of(keep_ok, keep),
-        postgres_commit=postgres_commit,
+        keep=policy,
+        postgres_commit=commit,
     )
 
 
@@ -207,9 +216,9 @@ def _configure(
     trace_dir: str | os.PathLike[str] | None,
     *,
     tracer_provider: TracerProvider | None,
-    otlp: bool | None,
+    otlp: OtlpExport,
     fsync: bool,
-    strict: bool | None,
+    raise_internal_errors: bool | None,
     resource_attributes: dict[str, Any] | None,
     postgres: str | PostgresSpanProcessor | None,
     masking: MaskingConfig | bool | None,
@@ -217,7 +226,8 @@ def _configure(
     keep: KeepPolicy | None = None,
     postgres_commit: str | None = None,
 ) -> Settings:
-    strict = strict if strict is not None else environment().strict
+    if raise_internal_errors is None:
+        raise_internal_errors = environment().raise_internal_errors
     with _lock:
         provider, created = _provider(tracer_provider, service_name, resource_attributes, make_global=make_global)
         attached = _attached.get(provider)
@@ -236,11 +246,13 @@ def _configure(
         file_processor = attached.file_processor
         if trace_dir is not None:
             if file_processor is None:
-                file_processor = DurableFileSpanProcessor(trace_dir, fsync=fsync, strict=strict)
+                file_processor = DurableFileSpanProcessor(
+                    trace_dir, fsync=fsync, raise_internal_errors=raise_internal_errors
+                )
                 provider.add_span_processor(file_processor)
                 attached.file_processor = file_processor
             else:
-                file_processor.retarget(trace_dir, fsync=fsync, strict=strict)
+                file_processor.retarget(trace_dir, fsync=fsync, raise_internal_errors=raise_internal_errors)
         elif file_processor is not None:
             file_processor.enabled = False
         for other, processors in list(_attached.items()):
@@ -248,8 +260,9 @@ def _configure(
             if other is not provider and processors.file_processor is not None:
                 processors.file_processor.enabled = False
 
-        if attached.otlp_processor is None and (otlp or (otlp is None and attached.owned and _otlp_requested())):
-            attached.otlp_processor = _otlp_processor(provider, strict)
+        wanted = otlp.enabled or (otlp.enabled is None and attached.owned and _otlp_requested())
+        if attached.otlp_processor is None and wanted:
+            attached.otlp_processor = _otlp_processor(provider, otlp, raise_internal_errors)
 
         attached.postgres_processor = _postgres_processor(
             provider, postgres, attached.postgres_processor, postgres_commit
@@ -261,7 +274,7 @@ def _configure(
             tracer=provider.get_tracer(sc.INSTRUMENTATION_NAME, __version__),
             file_processor=file_processor if trace_dir is not None else None,
             otlp_processor=attached.otlp_processor,
-            raise_internal_errors=strict,
+            raise_internal_errors=raise_internal_errors,
             postgres_processor=attached.postgres_processor,
             masker=masker_of(masking),
             keep=keep,
@@ -295,9 +308,9 @@ def settings() -> Settings:
         None,
         trace_dir,
         tracer_provider=None,
-        otlp=None,
+        otlp=OtlpExport(enabled=None),
         fsync=False,
-        strict=None,
+        raise_internal_errors=None,
         resource_attributes=None,
         postgres=None,
         masking=None,
@@ -365,7 +378,7 @@ def recording_into(trace_dir: str | os.PathLike[str]) -> Iterator[Settings]:
         previous = current_settings()
     preflight()
     provider = TracerProvider(resource=otlp_resource(None, None))
-    file_processor = DurableFileSpanProcessor(trace_dir, strict=True)
+    file_processor = DurableFileSpanProcessor(trace_dir, raise_internal_errors=True)
     provider.add_span_processor(RunIdSpanProcessor())
     provider.add_span_processor(file_processor)
     scoped = Settings(
@@ -432,11 +445,13 @@ def _otlp_requested() -> bool:
     return bool(os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT"))
 
 
-def _otlp_processor(provider: TracerProvider, strict: bool) -> OtlpSpanProcessor | None:
+def _otlp_processor(
+    provider: TracerProvider, otlp: OtlpExport, raise_internal_errors: bool
+) -> OtlpSpanProcessor | None:
     try:
-        processor = OtlpSpanProcessor.from_environment()
+        processor = OtlpSpanProcessor.from_environment(otlp.protocol, otlp.endpoint)
     except Exception:
-        if strict:
+        if raise_internal_errors:
             raise
         logger.exception("spanreplay could not set up the OTLP exporter; recording to the trace files only")
         return None

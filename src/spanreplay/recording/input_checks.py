@@ -37,10 +37,12 @@ class InputChecks:
     input has nothing to check, and no salt.
     """
 
-    __slots__ = ("_lock", "_masker", "_run_id", "_salt", "_session", "_trace_dir")
+    __slots__ = ("_lock", "_masker", "_raise_internal_errors", "_run_id", "_salt", "_session", "_trace_dir")
 
-    def __init__(self, masker: Masker, trace_dir: Path, run_id: str) -> None:
+    def __init__(self, masker: Masker, trace_dir: Path, run_id: str, raise_internal_errors: bool = False) -> None:
         self._masker = masker
+        # A salt that cannot be written is raised rather than recorded on without checks.
+        self._raise_internal_errors = raise_internal_errors
         self._trace_dir = trace_dir
         self._run_id = run_id
         self._salt: bytes | None = None
@@ -51,13 +53,15 @@ class InputChecks:
         return f"<InputChecks run={self._run_id}>"
 
     @classmethod
-    def start(cls, masker: Masker | None, trace_dir: Path | None, run_id: str) -> InputChecks | None:
+    def start(
+        cls, masker: Masker | None, trace_dir: Path | None, run_id: str, raise_internal_errors: bool = False
+    ) -> InputChecks | None:
         """Checks for a run masked without a key whose trace file is written to ``trace_dir``;
         None otherwise (a key keeps equality itself; without a trace file the salt would
         have nowhere to be kept)."""
         if masker is None or not masker.enabled or masker.keyed or trace_dir is None:
             return None
-        return cls(masker, trace_dir, run_id)
+        return cls(masker, trace_dir, run_id, raise_internal_errors)
 
     def attribute(
         self, kind: str, key: str, call_id: str, value: Any, fired: Sequence[tuple[str, str]] | None = None
@@ -83,7 +87,6 @@ class InputChecks:
         value: Any,
         masked: str,
         *,
-        strict: bool,
         failed: Callable[[str], None],
     ) -> bool:
         """Put the exact checks of a masked input on its span's ``attributes``; ``masked`` is
@@ -93,7 +96,7 @@ class InputChecks:
             fired = [(str(r["path"]), str(r["rule"])) for r in orjson.loads(masked)]
             checks = self.attribute(kind, key, call_id, value, fired)
         except OSError as error:
-            if strict:
+            if self._raise_internal_errors:
                 raise
             if isinstance(error, TraceFileLinkError):
                 # Not a full disk the file processor reports too: a link someone planted.

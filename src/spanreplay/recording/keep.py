@@ -18,7 +18,7 @@ import hashlib
 import logging
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
@@ -56,21 +56,47 @@ def keep_share(run_id: str) -> float:
     return int.from_bytes(digest[:8], "big") / _SCALE
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False, repr=False)
 class KeepPolicy:
-    """Which successful runs are kept: a share of them by run id, and those ``keep`` asks for.
+    """Which successful runs stay recorded once they end: ``configure(keep=KeepPolicy(...))``.
 
-    Attributes:
-        keep_ok: the share of successful runs kept, picked by ``keep_share(run_id) < keep_ok``
-            (1.0 keeps all, 0.0 none but those ``keep`` asks for).
+    The same policy as ``configure(keep_ok=, keep=)``, as one value: a share of the
+    successful runs, picked by run id, and those a callable asks for. Failed and
+    crashed runs are always kept.
+
+    Args:
+        keep_ok: the share of successful runs kept, from 0 to 1, picked by
+            ``keep_share(run_id) < keep_ok`` (1.0 keeps all, 0.0 none but those ``keep``
+            asks for). Left out: 0 when ``keep`` is given (only the runs it asks for),
+            else 1 (every run).
         keep: called with the run's ``RunSummary`` when it ended successfully; True keeps it
             whatever its share. A callable that raises keeps the run (and is logged).
-        origin: where the policy came from, for ``spanreplay runs``.
+        origin: where the policy came from, for ``spanreplay runs`` (not compared).
+
+    Raises:
+        ConfigurationError: ``keep_ok`` is not a number from 0 to 1, or ``keep`` is not callable.
     """
 
-    keep_ok: float = 1.0
-    keep: KeepCallable | None = None
-    origin: str = "default"
+    keep_ok: float
+    keep: KeepCallable | None
+    origin: str = field(default="", compare=False, repr=False)
+
+    def __init__(self, keep_ok: float | None = None, keep: KeepCallable | None = None, *, origin: str = "") -> None:
+        if keep is not None and not callable(keep):
+            raise ConfigurationError(
+                f"KeepPolicy(keep={keep!r}) is not callable; pass a function of a spanreplay.RunSummary that "
+                "returns True to keep the run (for a share of runs, pass keep_ok=0.1)."
+            )
+        # Left out, the share is what configure(keep=) alone or nothing at all means.
+        default = 1.0 if keep is None else 0.0
+        share = default if keep_ok is None else _share(keep_ok, "KeepPolicy(keep_ok=)")
+        object.__setattr__(self, "keep_ok", share)
+        object.__setattr__(self, "keep", keep)
+        object.__setattr__(self, "origin", origin)
+
+    def __repr__(self) -> str:
+        keep = "" if self.keep is None else f", keep={getattr(self.keep, '__qualname__', type(self.keep).__name__)}"
+        return f"KeepPolicy(keep_ok={self.keep_ok!r}{keep})"
 
     @property
     def keeps_all(self) -> bool:
@@ -99,24 +125,32 @@ class KeepPolicy:
     def describe(self) -> str:
         """One line for ``spanreplay runs``: what is kept, and where the policy came from."""
         if self.keeps_all and self.keep is None:
-            return f"keep policy: every run is kept ({self.origin})"
+            return f"keep policy: every run is kept ({self.origin or 'KeepPolicy'})"
         share = f"{self.keep_ok:.4g} of successful runs by run id"
         if self.keep is not None:
             name = getattr(self.keep, "__qualname__", type(self.keep).__name__)
             share += f", and those keep={name} asks for"
-        return f"keep policy: {share}; failed and crashed runs always ({self.origin})"
+        return f"keep policy: {share}; failed and crashed runs always ({self.origin or 'KeepPolicy'})"
 
 
-def policy_of(keep_ok: float | None, keep: KeepCallable | None) -> KeepPolicy | None:
+def policy_of(keep_ok: float | None, keep: KeepCallable | KeepPolicy | None) -> KeepPolicy | None:
     """The policy ``configure(keep_ok=, keep=)`` asks for: ``SPANREPLAY_KEEP_OK`` when neither
     is given; None when nothing asks for one (every run is kept).
 
     ``keep`` alone keeps the successful runs it asks for and no others (``keep_ok`` 0).
+    ``keep`` may be a whole ``KeepPolicy``, which is then the policy.
 
     Raises:
         ConfigurationError: ``keep_ok`` or ``SPANREPLAY_KEEP_OK`` is not a share in [0, 1],
-            or ``keep`` is not callable.
+            ``keep`` is not callable, or ``keep_ok`` is given beside a ``KeepPolicy``.
     """
+    if isinstance(keep, KeepPolicy):
+        if keep_ok is not None:
+            raise ConfigurationError(
+                f"configure(keep_ok={keep_ok!r}) is given beside configure(keep={keep!r}); the KeepPolicy holds "
+                f"the share: write configure(keep=KeepPolicy(keep_ok={keep_ok!r}, keep=...)) and drop keep_ok=."
+            )
+        return keep if keep.origin else KeepPolicy(keep.keep_ok, keep.keep, origin=f"configure(keep={keep!r})")
     if keep is not None and not callable(keep):
         raise ConfigurationError(
             f"configure(keep={keep!r}) is not callable; pass a function of a spanreplay.RunSummary that "
@@ -126,7 +160,7 @@ def policy_of(keep_ok: float | None, keep: KeepCallable | None) -> KeepPolicy | 
         text = environment().keep_ok
         if text is None:
             return None
-        return KeepPolicy(_share(text, "SPANREPLAY_KEEP_OK"), None, f"SPANREPLAY_KEEP_OK={text}")
+        return KeepPolicy(_share(text, "SPANREPLAY_KEEP_OK"), None, origin=f"SPANREPLAY_KEEP_OK={text}")
     origin = "configure(" + ", ".join(
         part
         for part in (
@@ -136,7 +170,7 @@ def policy_of(keep_ok: float | None, keep: KeepCallable | None) -> KeepPolicy | 
         if part
     )
     share = 0.0 if keep_ok is None else _share(keep_ok, "configure(keep_ok=)")
-    return KeepPolicy(share, keep, origin + ")")
+    return KeepPolicy(share, keep, origin=origin + ")")
 
 
 def policy_in_force() -> KeepPolicy:

@@ -82,7 +82,7 @@ class RecordingRun(Run):
         super().__init__(run_id or new_run_id(), self._names(agent))
         self.forked_from = forked_from
         self._span: trace.Span | None = None
-        self._strict = False
+        self._raise_internal_errors = False
         self._failed = False  # an internal failure was logged: log later ones quietly
         self._tracer: trace.Tracer = trace.NoOpTracer()
         # Boundary spans without the SDK's per-attribute checks, where the tracer allows it.
@@ -104,12 +104,14 @@ class RecordingRun(Run):
         ctx: otel_context.Context | None = None
         try:
             config = self._config = settings()
-            self._strict = config.raise_internal_errors
+            self._raise_internal_errors = config.raise_internal_errors
             self._tracer = config.tracer
             self._spans = BoundarySpans.for_tracer(self._tracer)
             if config.masker is not None and config.masker.enabled:
                 self._masking = config.masker.session()
-                self._checks = InputChecks.start(config.masker, config.trace_dir, self.run_id)
+                self._checks = InputChecks.start(
+                    config.masker, config.trace_dir, self.run_id, config.raise_internal_errors
+                )
                 self._others = OthersMasking(config.masker)
                 if self._spans is not None:
                     self._spans.others = self._others
@@ -186,8 +188,8 @@ class RecordingRun(Run):
                 self.internal_failure("log the failure alert")
 
     def internal_failure(self, what: str) -> None:
-        """Report a failure of spanreplay's own: raised when strict, else logged once per run."""
-        if self._strict:
+        """Report a failure of spanreplay's own: raised if ``raise_internal_errors``, else logged once per run."""
+        if self._raise_internal_errors:
             raise
         if self._failed:
             logger.debug("spanreplay could not %s for run %s", what, self.run_id, exc_info=True)
@@ -313,7 +315,7 @@ class RecordingRun(Run):
             if masked:
                 attributes[sc.INPUT + sc.MASKED_SUFFIX] = masked
                 if self._checks is not None and not self._checks.add_to(
-                    attributes, kind, key, call_id, unmasked, masked, strict=self._strict, failed=self.internal_failure
+                    attributes, kind, key, call_id, unmasked, masked, failed=self.internal_failure
                 ):
                     self._checks = None  # the salt could not be written: replay compares by kind
             if extra:  # the only way message content gets here

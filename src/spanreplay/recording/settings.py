@@ -7,6 +7,7 @@ records, replays and exports reads them from here, so that none of it imports ``
 from __future__ import annotations
 
 import threading
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -47,7 +48,12 @@ class Settings:
 
     @property
     def strict(self) -> bool:
-        """The former name of ``raise_internal_errors``."""
+        """The former name of ``raise_internal_errors`` (deprecated)."""
+        warnings.warn(
+            "Settings.strict is now Settings.raise_internal_errors; strict goes in a later release.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
         return self.raise_internal_errors
 
     @property

@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import warnings
 from pathlib import Path
 
 from opentelemetry.context import Context
@@ -45,16 +46,30 @@ class DurableFileSpanProcessor(SpanProcessor):
             parents it makes) when missing. A folder that exists keeps its mode.
         fsync: also ``fsync`` after each line, for durability across power loss
             and kernel crashes, at the cost of a disk flush per span.
-        strict: raise a failure to write (tests); otherwise it is logged once per
-            run and the agent goes on without its trace file.
+        raise_internal_errors: raise a failure to write (tests); otherwise it is logged
+            once per run and the agent goes on without its trace file.
+        strict: the former name of ``raise_internal_errors`` (deprecated).
     """
 
     def __init__(
-        self, trace_dir: str | os.PathLike[str] = "traces", *, fsync: bool = False, strict: bool = False
+        self,
+        trace_dir: str | os.PathLike[str] = "traces",
+        *,
+        fsync: bool = False,
+        raise_internal_errors: bool = False,
+        strict: bool | None = None,
     ) -> None:
+        if strict is not None:
+            warnings.warn(
+                "DurableFileSpanProcessor(strict=) is now DurableFileSpanProcessor(raise_internal_errors=); "
+                "strict= goes in a later release.",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            raise_internal_errors = strict
         self.trace_dir = Path(trace_dir)
         self.fsync = fsync
-        self.strict = strict
+        self.raise_internal_errors = raise_internal_errors
         # configure() turns the processor off rather than removing it (the SDK cannot).
         self.enabled = True
         self._encoder = LineEncoder()
@@ -65,13 +80,32 @@ class DurableFileSpanProcessor(SpanProcessor):
         self._appended: set[str] = set()
         self._lock = threading.Lock()
 
-    def retarget(self, trace_dir: str | os.PathLike[str], *, fsync: bool, strict: bool) -> None:
+    @property
+    def strict(self) -> bool:
+        """The former name of ``raise_internal_errors`` (deprecated)."""
+        warnings.warn(
+            "DurableFileSpanProcessor.strict is now .raise_internal_errors; strict goes in a later release.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.raise_internal_errors
+
+    @strict.setter
+    def strict(self, value: bool) -> None:
+        warnings.warn(
+            "DurableFileSpanProcessor.strict is now .raise_internal_errors; strict goes in a later release.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        self.raise_internal_errors = value
+
+    def retarget(self, trace_dir: str | os.PathLike[str], *, fsync: bool, raise_internal_errors: bool) -> None:
         """Write runs started from now on to ``trace_dir`` (``configure()`` called again)."""
         with self._lock:
             moved = Path(trace_dir) != self.trace_dir
             self.trace_dir = Path(trace_dir)
             self.fsync = fsync
-            self.strict = strict
+            self.raise_internal_errors = raise_internal_errors
             self.enabled = True
             files, self._fds = (list(self._fds.values()), {}) if moved else ([], self._fds)
         for file in files:
@@ -115,7 +149,7 @@ class DurableFileSpanProcessor(SpanProcessor):
             if self.fsync:
                 os.fsync(file.fd)
         except Exception as error:  # telemetry never breaks the agent
-            if self.strict:
+            if self.raise_internal_errors:
                 raise
             self._report(run_id, span, error, file)
 

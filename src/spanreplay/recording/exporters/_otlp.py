@@ -256,15 +256,16 @@ class OtlpSpanProcessor(SpanProcessor):
         _processors.add(self)
 
     @classmethod
-    def from_environment(cls) -> OtlpSpanProcessor:
-        """The processor ``configure()`` adds: the exporter the standard variables describe.
+    def from_environment(cls, protocol: str | None = None, endpoint: str | None = None) -> OtlpSpanProcessor:
+        """The processor ``configure()`` adds: the exporter the standard variables describe,
+        or ``configure(otlp=OtlpExport(protocol=, endpoint=))`` where it names them.
 
         Raises:
             ConfigurationError: a protocol the Python exporter does not speak.
         """
-        protocol = protocol_from_environment()
-        exporter = build_exporter(protocol)
-        return cls(GuardedExporter(exporter, factory=lambda: build_exporter(protocol)))
+        chosen = protocol or protocol_from_environment()
+        exporter = build_exporter(chosen, endpoint=endpoint)
+        return cls(GuardedExporter(exporter, factory=lambda: build_exporter(chosen, endpoint=endpoint)))
 
     @property
     def stats(self) -> OtlpExportStats:

@@ -53,8 +53,19 @@ def protocol_from_environment() -> str:
     ).strip()
 
 
-def build_exporter(protocol: str | None = None, *, timeout: float | None = None) -> SpanExporter:
+def traces_url(endpoint: str) -> str:
+    """The HTTP traces URL of a base endpoint, as ``OTEL_EXPORTER_OTLP_ENDPOINT`` is read: ``/v1/traces`` added."""
+    base = endpoint.rstrip("/")
+    return base if base.endswith("/v1/traces") else base + "/v1/traces"
+
+
+def build_exporter(
+    protocol: str | None = None, *, timeout: float | None = None, endpoint: str | None = None
+) -> SpanExporter:
     """The SDK's OTLP span exporter for ``protocol`` (default: the standard variables).
+
+    ``endpoint`` (``http://collector:4318``), when given, is used in place of the
+    ``OTEL_EXPORTER_OTLP_*ENDPOINT`` variables.
 
     Raises:
         ConfigurationError: a protocol the Python exporter does not speak (``http/json``).
@@ -78,19 +89,20 @@ def build_exporter(protocol: str | None = None, *, timeout: float | None = None)
                 StatusCode.UNAVAILABLE,
                 StatusCode.DATA_LOSS,
             ]
-        return GrpcExporter(timeout=timeout, retryable_error_codes=retryable)
+        return GrpcExporter(endpoint=endpoint, timeout=timeout, retryable_error_codes=retryable)
     if protocol == "http/protobuf":
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpExporter
 
+        url = traces_url(endpoint) if endpoint is not None else None
         if os.environ.get("OTEL_PYTHON_EXPORTER_OTLP_HTTP_TRACES_CREDENTIAL_PROVIDER"):
-            return HttpExporter(timeout=timeout)  # the application's own session, with its credentials
+            return HttpExporter(endpoint=url, timeout=timeout)  # the application's own session, with its credentials
         import requests
 
         # The SDK logs no status once its retries run out ("due to timeout, max
         # retries or shutdown"); a response hook keeps the status for the report.
         session = requests.Session()
         session.hooks["response"].append(note_response)
-        return HttpExporter(timeout=timeout, session=session)
+        return HttpExporter(endpoint=url, timeout=timeout, session=session)
     raise ConfigurationError(
         f"OTEL_EXPORTER_OTLP_PROTOCOL={protocol!r} is not a protocol the OpenTelemetry Python exporter "
         "speaks; set it to 'grpc' or 'http/protobuf'."
