@@ -75,10 +75,10 @@ def accelerate() -> bool:
     return _switch if _switch is not None else environment().accelerate
 
 
-def set_accelerate(value: bool | None) -> None:
-    """``configure(accelerate=value)``: None leaves it to the environment. Takes effect now."""
+def set_accelerate(*, accelerate: bool | None) -> None:
+    """``configure(accelerate=)``: None leaves it to the environment. Takes effect now."""
     global _switch
-    _switch = value
+    _switch = accelerate
     preflight()
 
 

@@ -142,7 +142,7 @@ class PostgresStore:
                 )
 
 
-def otlp_export_of(otlp: OtlpExport | bool | None) -> OtlpExport:
+def otlp_export_of(*, otlp: OtlpExport | bool | None) -> OtlpExport:
     """``configure(otlp=)`` as an ``OtlpExport``: a plain keyword is taken as it always was."""
     if isinstance(otlp, OtlpExport):
         return otlp

@@ -10,7 +10,7 @@ import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from opentelemetry import trace
 from opentelemetry.context import Context
@@ -82,11 +82,33 @@ class _Attached:
     tally: RunTally | None = None
 
 
+# configure(otlp=None): an exporter when the OTEL_EXPORTER_OTLP_* variables ask for one.
+_OTLP_AS_THE_ENVIRONMENT_SAYS: Final = OtlpExport(enabled=None)
+
+
+@dataclass(frozen=True)
+class _Resolved:
+    """What ``configure()`` (or a first run without it) asks for, its keywords resolved:
+    the value objects unpacked, the deprecated names mapped and the defaults filled in."""
+
+    trace_dir: str | os.PathLike[str] | None
+    service_name: str | None = None
+    tracer_provider: TracerProvider | None = None
+    resource_attributes: dict[str, Any] | None = None
+    otlp: OtlpExport = _OTLP_AS_THE_ENVIRONMENT_SAYS
+    fsync: bool = False
+    raise_internal_errors: bool | None = None
+    postgres: str | PostgresSpanProcessor | None = None
+    postgres_commit: str | None = None
+    masking: MaskingConfig | bool | None = None
+    keep: KeepPolicy | None = None
+
+
 _lock = threading.Lock()
 _attached: weakref.WeakKeyDictionary[TracerProvider, _Attached] = weakref.WeakKeyDictionary()
 
 
-def configure(
+def configure(  # noqa: PLR0913 -- public keyword options; value objects sit beside them, not in place of them
     service_name: str | None = None,
     trace_dir: str | os.PathLike[str] | None = _DEFAULT_TRACE_DIR,
     *,
@@ -194,42 +216,32 @@ def configure(
             raise_internal_errors = strict
     store, commit = postgres_of(postgres, postgres_commit)
     policy = policy_of(keep_ok, keep)
-    set_accelerate(accelerate)
-    return _configure(
-        service_name,
+    set_accelerate(accelerate=accelerate)
+    resolved = _Resolved(
         trace_dir,
+        service_name=service_name,
         tracer_provider=tracer_provider,
-        otlp=otlp_export_of(otlp),
+        resource_attributes=resource_attributes,
+        otlp=otlp_export_of(otlp=otlp),
         fsync=fsync,
         raise_internal_errors=raise_internal_errors,
-        resource_attributes=resource_attributes,
         postgres=store,
-        masking=masking,
-        make_global=True,
-        keep=policy,
         postgres_commit=commit,
+        masking=masking,
+        keep=policy,
     )
+    return _configure(resolved, make_global=True)
 
 
-def _configure(
-    service_name: str | None,
-    trace_dir: str | os.PathLike[str] | None,
-    *,
-    tracer_provider: TracerProvider | None,
-    otlp: OtlpExport,
-    fsync: bool,
-    raise_internal_errors: bool | None,
-    resource_attributes: dict[str, Any] | None,
-    postgres: str | PostgresSpanProcessor | None,
-    masking: MaskingConfig | bool | None,
-    make_global: bool,
-    keep: KeepPolicy | None = None,
-    postgres_commit: str | None = None,
-) -> Settings:
+def _configure(resolved: _Resolved, *, make_global: bool) -> Settings:
+    raise_internal_errors = resolved.raise_internal_errors
     if raise_internal_errors is None:
         raise_internal_errors = environment().raise_internal_errors
+    trace_dir, fsync, keep = resolved.trace_dir, resolved.fsync, resolved.keep
     with _lock:
-        provider, created = _provider(tracer_provider, service_name, resource_attributes, make_global=make_global)
+        provider, created = _provider(
+            resolved.tracer_provider, resolved.service_name, resolved.resource_attributes, make_global=make_global
+        )
         attached = _attached.get(provider)
         if attached is None:
             attached = _attached[provider] = _Attached(owned=created)
@@ -260,12 +272,13 @@ def _configure(
             if other is not provider and processors.file_processor is not None:
                 processors.file_processor.enabled = False
 
-        wanted = otlp.enabled or (otlp.enabled is None and attached.owned and _otlp_requested())
-        if attached.otlp_processor is None and wanted:
-            attached.otlp_processor = _otlp_processor(provider, otlp, raise_internal_errors)
+        otlp = resolved.otlp
+        exporting = otlp.enabled or (otlp.enabled is None and attached.owned and _otlp_requested())
+        if attached.otlp_processor is None and exporting:
+            attached.otlp_processor = _otlp_processor(provider, otlp, raise_internal_errors=raise_internal_errors)
 
         attached.postgres_processor = _postgres_processor(
-            provider, postgres, attached.postgres_processor, postgres_commit
+            provider, resolved.postgres, attached.postgres_processor, resolved.postgres_commit
         )
         from spanreplay._version import __version__
 
@@ -276,7 +289,7 @@ def _configure(
             otlp_processor=attached.otlp_processor,
             raise_internal_errors=raise_internal_errors,
             postgres_processor=attached.postgres_processor,
-            masker=masker_of(masking),
+            masker=masker_of(masking=resolved.masking),
             keep=keep,
             tally=attached.tally,
         )
@@ -304,19 +317,7 @@ def settings() -> Settings:
         "spanreplay.configure() at start-up to choose, or to record through your own tracer provider.",
         trace_dir,
     )
-    return _configure(
-        None,
-        trace_dir,
-        tracer_provider=None,
-        otlp=OtlpExport(enabled=None),
-        fsync=False,
-        raise_internal_errors=None,
-        resource_attributes=None,
-        postgres=None,
-        masking=None,
-        make_global=False,
-        keep=_environment_policy(),
-    )
+    return _configure(_Resolved(trace_dir, keep=_environment_policy()), make_global=False)
 
 
 def _environment_policy() -> KeepPolicy | None:
@@ -343,7 +344,7 @@ def reset() -> None:
     flushed. A provider spanreplay made global stays global (OpenTelemetry sets the
     global provider once per process).
     """
-    set_accelerate(None)
+    set_accelerate(accelerate=None)
     with _lock:
         install(None)
         for attached in list(_attached.values()):
@@ -387,7 +388,7 @@ def recording_into(trace_dir: str | os.PathLike[str]) -> Iterator[Settings]:
         file_processor=file_processor,
         otlp_processor=None,
         raise_internal_errors=True,
-        masker=previous.masker if previous is not None and previous.masker is not None else masker_of(None),
+        masker=previous.masker if previous is not None and previous.masker is not None else masker_of(masking=None),
     )
     with _lock:
         install(scoped)
@@ -446,7 +447,7 @@ def _otlp_requested() -> bool:
 
 
 def _otlp_processor(
-    provider: TracerProvider, otlp: OtlpExport, raise_internal_errors: bool
+    provider: TracerProvider, otlp: OtlpExport, *, raise_internal_errors: bool
 ) -> OtlpSpanProcessor | None:
     try:
         processor = OtlpSpanProcessor.from_environment(otlp.protocol, otlp.endpoint)

@@ -83,10 +83,10 @@ def masker() -> Masker:
     current = _settings
     if current is not None and current.masker is not None:
         return current.masker
-    return masker_of(None)
+    return masker_of(masking=None)
 
 
-def masker_of(masking: MaskingConfig | bool | None) -> Masker:
+def masker_of(*, masking: MaskingConfig | bool | None) -> Masker:
     if masking is None or masking is True:
         masking = MaskingConfig()
     elif masking is False:
