@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("spanreplay")
 
-__all__ = ["KeepPolicy", "RunTally", "keep_share", "policy_in_force", "policy_of", "settle_run"]
+__all__ = ["EndedRun", "KeepPolicy", "RunTally", "keep_share", "policy_in_force", "policy_of", "settle_run"]
 
 KeepCallable = Callable[[RunSummary], bool]
 _SCALE: Final = float(1 << 64)
@@ -246,9 +246,20 @@ class RunTally(SpanProcessor):
             return self._runs.pop(run_id, None) or _Calls()
 
 
-def _summary(
-    run_id: str, agent: str, status: str, error: str | None, steps: int, span: Any, calls: _Calls
-) -> RunSummary:
+@dataclass(frozen=True, slots=True)
+class EndedRun:
+    """A run that has just ended, as the keep policy sees it: its status (``error`` names the
+    exception of a failed one), how many steps it recorded and its run span."""
+
+    run_id: str
+    agent: str
+    status: str
+    error: str | None
+    steps: int
+    span: Any
+
+
+def _summary(ended: EndedRun, calls: _Calls) -> RunSummary:
     tokens = 0
     usd = 0.0
     unpriced = 0
@@ -264,13 +275,14 @@ def _summary(
                 unpriced += 1
             else:
                 usd += cost
+    span = ended.span
     context = span.get_span_context() if span is not None else None
     return RunSummary(
-        run_id=run_id,
-        agent=agent,
-        status=status,
-        error=error,
-        steps=steps,
+        run_id=ended.run_id,
+        agent=ended.agent,
+        status=ended.status,
+        error=ended.error,
+        steps=ended.steps,
         trace_id=f"{context.trace_id:032x}" if context is not None else "",
         start_ns=getattr(span, "start_time", None) or 0,
         end_ns=getattr(span, "end_time", None) or 0,
@@ -282,30 +294,21 @@ def _summary(
     )
 
 
-def settle_run(
-    config: Settings,
-    run_id: str,
-    agent: str,
-    status: str,
-    error: str | None,
-    steps: int,
-    span: Any,
-    *,
-    forked: bool = False,
-) -> bool:
+def settle_run(config: Settings, ended: EndedRun, *, forked: bool = False) -> bool:
     """Apply the keep policy to a run that has just ended (its run span is written).
 
     Returns whether the run is kept; a fork always is (someone asked for it). A
     run not kept loses its trace file and salt now, and its Postgres rows as soon
     as the writer has written them (the delete is queued behind them).
     """
+    run_id = ended.run_id
     tally = config.tally.take(run_id) if config.tally is not None else _Calls()
     policy = config.keep
-    if policy is None or status != sc.RUN_STATUS_OK or forked:
+    if policy is None or ended.status != sc.RUN_STATUS_OK or forked:
         return True
     if policy.kept_by_share(run_id):
         return True
-    if policy.keep is not None and policy.decide(_summary(run_id, agent, status, error, steps, span, tally)):
+    if policy.keep is not None and policy.decide(_summary(ended, tally)):
         return True
     _remove(config, run_id)
     return False

@@ -31,7 +31,7 @@ from .boundary_spans import BoundarySpan, BoundarySpans, checked
 from .configuration import Settings, masker, settings
 from .content_attributes import mask_content_attributes
 from .input_checks import InputChecks
-from .keep import settle_run
+from .keep import EndedRun, settle_run
 from .others_masking import OthersMasking
 from .output_payloads import output_payload
 
@@ -176,9 +176,8 @@ class RecordingRun(Run):
             try:  # after span.end(): the run span is in its file and its row is queued
                 status = sc.RUN_STATUS_OK if exc is None else sc.RUN_STATUS_ERROR
                 error = None if exc is None else self._names(type(exc).__qualname__)
-                settle_run(
-                    self._config, self.run_id, self.agent, status, error, steps, span, forked=bool(self.forked_from)
-                )
+                ended = EndedRun(self.run_id, self.agent, status, error, steps, span)
+                settle_run(self._config, ended, forked=bool(self.forked_from))
             except Exception:
                 self.internal_failure("apply the keep policy")
         if span is not None and isinstance(exc, Exception):  # not for Ctrl-C or sys.exit()
