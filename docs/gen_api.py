@@ -247,10 +247,12 @@ def _module_section(module_name: str) -> list[str]:
     names = public_names(module)
     if module_name == "spanreplay.semconv":
         out += ["| name | value | note |", "| --- | --- | --- |"]
-        for name in names:
+        constants = [name for name in names if not callable(getattr(module, name))]
+        for name in constants:
             note = (constant_doc(module_name, name) or "").replace("|", "\\|")
             out.append(f"| `{name}` | `{getattr(module, name)!r}` | {clean(note)} |")
-        return [*out, ""]
+        out.append("")
+        names = [name for name in names if name not in constants]
     for name in names:
         value = getattr(module, name)
         head, doc = describe(module_name, name, value)
