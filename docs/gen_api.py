@@ -113,7 +113,7 @@ def _module_source(name: str) -> tuple[ast.Module, list[str]] | None:
     return ast.parse(text), text.splitlines()
 
 
-def _resolve(module: str, is_package: bool, level: int, target: str | None) -> str:
+def _resolve(module: str, level: int, target: str | None, *, is_package: bool) -> str:
     if not level:
         return target or ""
     base = module.split(".") if is_package else module.split(".")[:-1]
@@ -142,7 +142,7 @@ def constant_doc(module_name: str, name: str, depth: int = 0) -> str | None:
         if isinstance(statement, ast.ImportFrom):
             for alias in statement.names:
                 if (alias.asname or alias.name) == name:
-                    source = _resolve(module_name, is_package, statement.level, statement.module)
+                    source = _resolve(module_name, statement.level, statement.module, is_package=is_package)
                     if source.startswith("spanreplay"):
                         return constant_doc(source, alias.name, depth + 1)
     return None

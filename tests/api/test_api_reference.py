@@ -49,8 +49,9 @@ def test_the_reference_lists_every_name_of_every_documented_module(gen_api: type
     for module_name in gen_api.MODULES:
         module = importlib.import_module(module_name)
         for name in gen_api.public_names(module):
-            # semconv's constants are one table, by their bare names.
-            entry = f"| `{name}` |" if module_name == "spanreplay.semconv" else f"`{module_name}.{name}`"
+            # semconv's constants are one table, by their bare names; its functions are documented as any.
+            constant = module_name == "spanreplay.semconv" and not callable(getattr(module, name))
+            entry = f"| `{name}` |" if constant else f"`{module_name}.{name}`"
             assert entry in text, f"{module_name}.{name}"
 
 
