@@ -29,6 +29,7 @@ Every error is a sentence that names the bad value and the way out. The tree::
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
@@ -54,6 +55,7 @@ __all__ = [
     "UnfinishedEffectError",
     "UnsafeTraceValueError",
     "UnservableOutputError",
+    "UnservableValue",
 ]
 
 
@@ -288,6 +290,21 @@ class OutcomeChangedError(ReplayDivergenceError):
     or a run that succeeded failed on replay with an error of its own)."""
 
 
+@dataclass(frozen=True, slots=True)
+class UnservableValue:
+    """The value in a recorded output that replay cannot serve, and why (``UnservableOutputError``).
+
+    Attributes:
+        path: where in the output the value sits (``$`` for the output itself).
+        type_name: the type the value had when it was recorded.
+        reason: ``"unencodable"``, ``"unregistered"``, ``"cannot rebuild"`` or ``"unknown tag"``.
+    """
+
+    path: str
+    type_name: str
+    reason: str
+
+
 class UnservableOutputError(ReplayDivergenceError):
     """A recorded output that replay cannot hand back with the type it had.
 
@@ -315,23 +332,21 @@ class UnservableOutputError(ReplayDivergenceError):
         call_id: str,
         kind: str,
         key: str,
-        path: str,
-        type_name: str,
-        reason: str,
+        value: UnservableValue,
     ) -> None:
         super().__init__(
             message,
             run_id=run_id,
             seq=seq,
             call_id=call_id,
-            recorded=f"the output of {kind} {key!r} holds a {type_name} at {path} ({reason})",
-            attempted=f"serve it as a {type_name}",
+            recorded=f"the output of {kind} {key!r} holds a {value.type_name} at {value.path} ({value.reason})",
+            attempted=f"serve it as a {value.type_name}",
         )
         self.kind = kind
         self.key = key
-        self.path = path
-        self.type_name = type_name
-        self.reason = reason
+        self.path = value.path
+        self.type_name = value.type_name
+        self.reason = value.reason
 
 
 class UnfinishedEffectError(ReplayDivergenceError):

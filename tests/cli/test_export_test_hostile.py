@@ -210,8 +210,8 @@ def test_a_generated_file_that_is_not_the_template_is_never_written(
     # where the trace fills it in, and the syntax tree check refuses it.
     original: Callable[..., str] = _export_test.module_text
 
-    def leaky(*args: Any, neutral: bool = False) -> str:
-        return original(*args, neutral=neutral) + ("" if neutral else extra)
+    def leaky(*args: Any, neutral: bool = False, **options: Any) -> str:
+        return original(*args, neutral=neutral, **options) + ("" if neutral else extra)
 
     monkeypatch.setattr(_export_test, "module_text", leaky)
     trace = write_run(shop / "prod" / "run_leak.jsonl", "run_leak")

@@ -89,8 +89,8 @@ def _reached(*_: object, **__: object) -> None:
 def test_prune_deletes_rows_exactly_for_the_sources_open_source_opens_as_postgres(text: str) -> None:
     taken: list[str] = []
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(_prune, "_prune_postgres", lambda *a: (taken.append("postgres"), ([], 0))[1])
-        mp.setattr(_prune, "_prune_files", lambda *a: (taken.append("files"), _reached())[1])
+        mp.setattr(_prune, "_prune_postgres", lambda *a, **k: (taken.append("postgres"), ([], 0))[1])
+        mp.setattr(_prune, "_prune_files", lambda *a, **k: (taken.append("files"), _reached())[1])
         CliRunner().invoke(cli, ["prune", "--", text])
     assert taken == (["postgres"] if isinstance(open_source_or_none(text), PostgresSource) else ["files"])
 

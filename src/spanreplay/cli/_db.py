@@ -15,7 +15,7 @@ def db_command() -> None:
 @db_command.command("upgrade")
 @click.argument("dsn")
 @click.option("--sql", "show_sql", is_flag=True, help="Print the SQL of every migration instead of applying any.")
-def upgrade_command(dsn: str, show_sql: bool) -> None:
+def upgrade_command(dsn: str, *, show_sql: bool) -> None:
     """Apply the migrations DSN lacks (safe to run again, and from several hosts at once).
 
     The tables go in the first schema of the connection's search_path; pick

@@ -44,7 +44,7 @@ from ._replay import cwd_on_path, failing_step, load_entry
     "a module name (. or -) written as _. The trace goes to traces/RUN.jsonl beside it.",
 )
 @click.option("--force", is_flag=True, help="Replace the test file and the trace when they exist.")
-def export_test_command(source: str, run_id: str, entry: str, output: Path | None, force: bool) -> None:
+def export_test_command(source: str, run_id: str, entry: str, output: Path | None, *, force: bool) -> None:
     """Write a pytest test that replays run RUN of SOURCE against the entry function.
 
     The run's spans are copied, masked as they were recorded, to traces/RUN.jsonl
@@ -78,7 +78,7 @@ def export_test_command(source: str, run_id: str, entry: str, output: Path | Non
     trace = path_inside(output.parent / "traces", f"{run}.jsonl")
     root = os.path.relpath(Path.cwd(), output.parent.resolve())
     # Checked before anything is written: a refused export leaves no file behind.
-    text = checked_module_text(log, module, attr, inspect.iscoroutinefunction(function), root)
+    text = checked_module_text(log, module, attr, is_async=inspect.iscoroutinefunction(function), root=root)
     existing = [str(p) for p in (output, trace) if p.exists()]
     if existing and not force:
         raise BadInput(f"{' and '.join(existing)} already exist; pass --force to replace them.")
@@ -149,7 +149,7 @@ def _write_text(path: Path, text: str) -> None:
         raise
 
 
-def checked_module_text(log: EventLog, module: str, function: str, is_async: bool, root: str) -> str:
+def checked_module_text(log: EventLog, module: str, function: str, *, is_async: bool, root: str) -> str:
     """``module_text``, once its syntax tree is shown to be the template's: the trace's values are data.
 
     The same template is filled with neutral values in the places the trace fills
@@ -157,7 +157,7 @@ def checked_module_text(log: EventLog, module: str, function: str, is_async: boo
     the same but for their string constants, and every call must be one the template
     makes. A value from the trace that became code would change the tree.
     """
-    text = module_text(log, module, function, is_async, root)
+    text = module_text(log, module, function, is_async=is_async, root=root)
     where = f"the test written for run {log.run.run_id!r}"
     try:
         tree = ast.parse(text)
@@ -166,7 +166,7 @@ def checked_module_text(log: EventLog, module: str, function: str, is_async: boo
             f"{where} would not be valid Python ({exc.msg}, line {exc.lineno}): a value from the trace did "
             "not stay a string. Nothing was written; report this with the trace."
         ) from None
-    template = ast.parse(module_text(log, module, function, is_async, root, neutral=True))
+    template = ast.parse(module_text(log, module, function, is_async=is_async, root=root, neutral=True))
     allowed = {ast.dump(node.func) for node in ast.walk(template) if isinstance(node, ast.Call)}
     calls = [node.func for node in ast.walk(tree) if isinstance(node, ast.Call)]
     strange = sorted({ast.unparse(func) for func in calls if ast.dump(func) not in allowed})
@@ -190,7 +190,7 @@ def _shape(tree: ast.AST) -> str:
     return ast.dump(blank)
 
 
-def module_text(log: EventLog, module: str, function: str, is_async: bool, root: str, *, neutral: bool = False) -> str:
+def module_text(log: EventLog, module: str, function: str, *, is_async: bool, root: str, neutral: bool = False) -> str:
     """The text of the test module for ``log``, calling ``module:function`` (from ``root``, relative).
 
     Every value read from the trace is written as ``repr()`` of a ``str``, in code

@@ -95,7 +95,7 @@ class _Removal:
 @click.option("--failure", "failure", default="90d", show_default=True, metavar="AGE",
               help="Keep failed and crashed runs this long.")  # fmt: skip
 @click.option("--dry-run", is_flag=True, help="Print what would be deleted or rewritten; change nothing.")
-def prune_command(source: str, success: str, failure: str, dry_run: bool) -> None:
+def prune_command(source: str, success: str, failure: str, *, dry_run: bool) -> None:
     """Remove runs older than their retention from SOURCE, printing each one.
 
     SOURCE is a Postgres DSN (postgresql://...: the run and its steps are
@@ -109,9 +109,9 @@ def prune_command(source: str, success: str, failure: str, dry_run: bool) -> Non
     policy = Policy(parse_duration(success, "--success"), parse_duration(failure, "--failure"), datetime.now(UTC))
     files: _FilesPruned | None = None
     if is_postgres_dsn(source):
-        removals, kept = _prune_postgres(source, policy, dry_run)
+        removals, kept = _prune_postgres(source, policy, dry_run=dry_run)
     else:
-        files = _prune_files(source, policy, dry_run)
+        files = _prune_files(source, policy, dry_run=dry_run)
         removals, kept = files.removals, files.kept
     out = console()
     verb = "would remove" if dry_run else "removed"
@@ -133,7 +133,7 @@ def prune_command(source: str, success: str, failure: str, dry_run: bool) -> Non
         out.print(f"Left {files.left} file(s) holding expired runs as they were; the warnings say why.", markup=False)
 
 
-def _prune_postgres(dsn: str, policy: Policy, dry_run: bool) -> tuple[list[_Removal], int]:
+def _prune_postgres(dsn: str, policy: Policy, *, dry_run: bool) -> tuple[list[_Removal], int]:
     from spanreplay.recording.postgres import retention
 
     oldest = policy.oldest_kept
@@ -174,7 +174,7 @@ class _FilesPruned:
         return len(self.seen - self.gone)
 
 
-def _prune_files(source: str, policy: Policy, dry_run: bool) -> _FilesPruned:
+def _prune_files(source: str, policy: Policy, *, dry_run: bool) -> _FilesPruned:
     if not Path(source).is_dir():
         raise BadInput(
             f"{source} is not a directory or a Postgres DSN; prune removes whole run files from a trace "
@@ -183,53 +183,58 @@ def _prune_files(source: str, policy: Policy, dry_run: bool) -> _FilesPruned:
     pruned = _FilesPruned()
     # Hidden files (the runs' salts) are no trace files: a directory of nothing else is empty.
     if not any(p.is_file() and not _hidden(p, source) for p in Path(source).rglob("*")):
-        _prune_orphan_salts(source, policy, dry_run, pruned)
+        _prune_orphan_salts(source, policy, pruned, dry_run=dry_run)
         return pruned
     for name in expand(source):
-        stem = Path(name).name.split(".", 1)[0]
-        named_date = run_date(stem)
-        if named_date is not None and named_date >= policy.oldest_kept:
-            pruned.seen.add(stem)  # a run file too young for any window: not even opened
-            pruned.kept_runs.add(stem)
-            continue
-        try:
-            # A trace another instrumentation wrote reads as a run named by its trace id: it is
-            # not spanreplay's, so prune never counts it, rewrites it or deletes it.
-            found = [run for run in read_runs(name) if run.run_id != run.trace_id]
-        except TraceFormatError as exc:
-            warn(f"kept {name}: {exc}")
-            continue
-        if not found:
-            continue  # no spanreplay run in it: never ours to touch
-        pruned.seen.update(run.run_id for run in found)
-        try:
-            # A run id read from the file names its salt: one that could lead out of the
-            # trace dir (/abs/path, ../../x) leaves the whole file as it is.
-            for run in found:
-                checked_run_id(run.run_id, where=f"the trace file {name}")
-        except UnsafeTraceValueError as exc:
-            warn(f"kept {name}: {exc}")
-            pruned.kept_runs.update(run.run_id for run in found)
-            continue
-        expired: dict[str, _Removal] = {}
-        for run in found:
-            when = run_date(run.run_id) or run.started
-            if policy.expired(run.status, when):
-                assert when is not None
-                expired[run.run_id] = _Removal(run.run_id, run.status, when, name)
-            else:
-                # Kept in this file whatever happens to it (rewritten without the others, or
-                # left), even when another file holds an expired-looking copy of the same run.
-                pruned.kept_runs.add(run.run_id)
-        if expired and _damaged(name, expired, pruned):
-            continue
-        if expired:
-            for run_id in expired:
-                pruned.places.setdefault(run_id, set()).add(Path(name).parent)
-            _prune_file(name, stem, expired, dry_run, pruned)
-    _prune_salts(pruned, dry_run)
-    _prune_orphan_salts(source, policy, dry_run, pruned)
+        _prune_one_file(name, policy, pruned, dry_run=dry_run)
+    _prune_salts(pruned, dry_run=dry_run)
+    _prune_orphan_salts(source, policy, pruned, dry_run=dry_run)
     return pruned
+
+
+def _prune_one_file(name: str, policy: Policy, pruned: _FilesPruned, *, dry_run: bool) -> None:
+    """Prune the expired runs of one trace file, noting in ``pruned`` what it held and what became of it."""
+    stem = Path(name).name.split(".", 1)[0]
+    named_date = run_date(stem)
+    if named_date is not None and named_date >= policy.oldest_kept:
+        pruned.seen.add(stem)  # a run file too young for any window: not even opened
+        pruned.kept_runs.add(stem)
+        return
+    try:
+        # A trace another instrumentation wrote reads as a run named by its trace id: it is
+        # not spanreplay's, so prune never counts it, rewrites it or deletes it.
+        found = [run for run in read_runs(name) if run.run_id != run.trace_id]
+    except TraceFormatError as exc:
+        warn(f"kept {name}: {exc}")
+        return
+    if not found:
+        return  # no spanreplay run in it: never ours to touch
+    pruned.seen.update(run.run_id for run in found)
+    try:
+        # A run id read from the file names its salt: one that could lead out of the
+        # trace dir (/abs/path, ../../x) leaves the whole file as it is.
+        for run in found:
+            checked_run_id(run.run_id, where=f"the trace file {name}")
+    except UnsafeTraceValueError as exc:
+        warn(f"kept {name}: {exc}")
+        pruned.kept_runs.update(run.run_id for run in found)
+        return
+    expired: dict[str, _Removal] = {}
+    for run in found:
+        when = run_date(run.run_id) or run.started
+        if policy.expired(run.status, when):
+            assert when is not None
+            expired[run.run_id] = _Removal(run.run_id, run.status, when, name)
+        else:
+            # Kept in this file whatever happens to it (rewritten without the others, or
+            # left), even when another file holds an expired-looking copy of the same run.
+            pruned.kept_runs.add(run.run_id)
+    if expired and _damaged(name, expired, pruned):
+        return
+    if expired:
+        for run_id in expired:
+            pruned.places.setdefault(run_id, set()).add(Path(name).parent)
+        _prune_file(name, stem, expired, pruned, dry_run=dry_run)
 
 
 def _damaged(name: str, expired: dict[str, _Removal], pruned: _FilesPruned) -> bool:
@@ -252,7 +257,7 @@ def _hidden(path: Path, source: str) -> bool:
     return any(part.startswith(".") for part in path.relative_to(source).parts)
 
 
-def _prune_orphan_salts(source: str, policy: Policy, dry_run: bool, pruned: _FilesPruned) -> None:
+def _prune_orphan_salts(source: str, policy: Policy, pruned: _FilesPruned, *, dry_run: bool) -> None:
     """Remove the salts of runs no file here holds any more (their trace file was deleted by
     hand), once the run is past both windows: the salt checks nothing without the run."""
     oldest = policy.now - max(policy.success, policy.failure)
@@ -276,7 +281,7 @@ def _prune_orphan_salts(source: str, policy: Policy, dry_run: bool, pruned: _Fil
         pruned.notes.append(f"{verb} the salt of run {run_id} ({path}), whose trace is gone")
 
 
-def _prune_salts(pruned: _FilesPruned, dry_run: bool) -> None:
+def _prune_salts(pruned: _FilesPruned, *, dry_run: bool) -> None:
     """Remove the salt file of each run removed whole: it checks nothing once the run is gone.
 
     A run cut from one file but still held by a file that stays keeps its salt, whatever
@@ -302,7 +307,7 @@ def _prune_salts(pruned: _FilesPruned, dry_run: bool) -> None:
             pruned.notes.append(f"{'would delete' if dry_run else 'deleted'} the salt of run {run_id} ({path})")
 
 
-def _prune_file(name: str, stem: str, expired: dict[str, _Removal], dry_run: bool, pruned: _FilesPruned) -> None:
+def _prune_file(name: str, stem: str, expired: dict[str, _Removal], pruned: _FilesPruned, *, dry_run: bool) -> None:
     """Delete the file when it holds nothing but expired runs' spans, else rewrite it without them.
 
     The file is only ever replaced whole (a temporary file beside it, then a rename), so a
@@ -352,7 +357,7 @@ def _prune_file(name: str, stem: str, expired: dict[str, _Removal], dry_run: boo
             )
         pruned.removed.update(rewrite.found)
     except CannotRewrite as why:
-        _delete_or_leave(name, own, expired, str(why), dry_run, pruned)
+        _delete_or_leave(name, own, expired, str(why), pruned, dry_run=dry_run)
     except OSError as exc:
         _leave(name, expired, f"it cannot be rewritten ({exc.strerror})", pruned)
     finally:
@@ -363,7 +368,7 @@ def _prune_file(name: str, stem: str, expired: dict[str, _Removal], dry_run: boo
 
 
 def _delete_or_leave(
-    name: str, own: str | None, expired: dict[str, _Removal], why: str, dry_run: bool, pruned: _FilesPruned
+    name: str, own: str | None, expired: dict[str, _Removal], why: str, pruned: _FilesPruned, *, dry_run: bool
 ) -> None:
     """A file prune cannot rewrite: deleted only when it is an expired run's own file holding nothing else."""
     try:

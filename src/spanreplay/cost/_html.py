@@ -220,7 +220,7 @@ def _timeline(log: EventLog, costs: dict[int, StepCost], replayed: Replayed | No
             out.append(f'<text {spot} y="{y + 14}" class="mark" style="fill:{ERROR_COLOR}">✕ {_e(name)}</text>')
     diverged = replayed.seq if replayed is not None and replayed.outcome in ("diverged", "failed") else None
     if diverged is not None:
-        _marker(out, events, diverged, x, DIVERGED_COLOR, "diverged", "replay diverged here", height)
+        _diverged_marker(out, events, diverged, x, height)
     elif replayed is not None and replayed.outcome in ("diverged", "failed"):
         out.append(_edge(x(end), DIVERGED_COLOR, "diverged", "replay diverged after the last step", height))
     if run.status == sc.RUN_STATUS_CRASHED:
@@ -231,9 +231,9 @@ def _timeline(log: EventLog, costs: dict[int, StepCost], replayed: Replayed | No
     return "".join(out)
 
 
-def _marker(
-    out: list[str], events: Sequence[Event], seq: int, x: Any, color: str, css: str, label: str, height: int
-) -> None:
+def _diverged_marker(out: list[str], events: Sequence[Event], seq: int, x: Any, height: int) -> None:
+    """Mark the step replay diverged at: its row shaded, a line at its start."""
+    color, css, label = DIVERGED_COLOR, "diverged", "replay diverged here"
     for row, event in enumerate(events):
         if event.seq == seq:
             left = x(event.start_ns)

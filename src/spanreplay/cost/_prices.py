@@ -315,29 +315,38 @@ def _model(entry: Any, where: str, base: ModelPrice | None) -> ModelPrice:
     )
     long_prompt = entry.get("long_prompt")
     if long_prompt is not None:
-        if not isinstance(long_prompt, dict):
-            raise ConfigurationError(f"{where}.long_prompt is {long_prompt!r}; give it above = N and prices.")
-        above = long_prompt.get("above")
-        if not isinstance(above, int) or isinstance(above, bool) or above <= 0:
-            raise ConfigurationError(
-                f"{where}.long_prompt.above is {above!r}; give the prompt length in tokens above which "
-                "these prices apply (above = 200000)."
-            )
-        rest = {k: v for k, v in long_prompt.items() if k != "above"}
-        # The band's own prices: cache prices it leaves out follow its input price, not the base's.
-        price = replace(price, long_prompt=LongPrompt(above, _model(rest, f"{where}.long_prompt", None)))
-    earlier = entry.get("earlier", [])
+        price = replace(price, long_prompt=_long_prompt(long_prompt, f"{where}.long_prompt"))
+    return replace(price, earlier=_earlier(entry.get("earlier", []), f"{where}.earlier", price))
+
+
+def _long_prompt(band: Any, where: str) -> LongPrompt:
+    """The prices of prompts longer than ``above`` tokens."""
+    if not isinstance(band, dict):
+        raise ConfigurationError(f"{where} is {band!r}; give it above = N and prices.")
+    above = band.get("above")
+    if not isinstance(above, int) or isinstance(above, bool) or above <= 0:
+        raise ConfigurationError(
+            f"{where}.above is {above!r}; give the prompt length in tokens above which "
+            "these prices apply (above = 200000)."
+        )
+    rest = {k: v for k, v in band.items() if k != "above"}
+    # The band's own prices: cache prices it leaves out follow its input price, not the base's.
+    return LongPrompt(above, _model(rest, where, None))
+
+
+def _earlier(earlier: Any, where: str, price: ModelPrice) -> tuple[tuple[date, ModelPrice], ...]:
+    """The model's earlier prices, each until the day the next one started; ``price`` fills what they leave out."""
     if not isinstance(earlier, list):
-        raise ConfigurationError(f"{where}.earlier is {earlier!r}; write each earlier price as [[...earlier]].")
+        raise ConfigurationError(f"{where} is {earlier!r}; write each earlier price as [[...earlier]].")
     pairs = []
     for index, old in enumerate(earlier):
-        spot = f"{where}.earlier[{index}]"
+        spot = f"{where}[{index}]"
         if not isinstance(old, dict) or "until" not in old:
             raise ConfigurationError(f"{spot} has no until date; give the day the next price started (until = ...).")
         until = _date(old["until"], f"{spot}.until")
         assert until is not None
         pairs.append((until, _model({k: v for k, v in old.items() if k != "until"}, spot, price)))
-    return replace(price, earlier=tuple(pairs))
+    return tuple(pairs)
 
 
 def _dollars(value: Any, where: str) -> float:

@@ -210,7 +210,7 @@ class RegexDetector:
             ``DeprecationWarning``): what the engines need is derived from the expressions.
     """
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 -- public keyword options since 0.1; grouping them would break every user's detector
         self,
         name: str,
         pattern: str | re.Pattern[str] | Pattern | Sequence[Pattern],

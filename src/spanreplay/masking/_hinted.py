@@ -18,7 +18,7 @@ from ._hints import combined, with_hints
 __all__ = ["hinted", "hinted_detector"]
 
 
-def hinted(
+def hinted(  # noqa: PLR0913 -- Pattern's keywords plus the four engine hints, passed by name by every built-in detector
     regex: str | re.Pattern[str],
     *,
     prefilter: str | None = None,

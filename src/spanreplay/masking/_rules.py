@@ -115,7 +115,7 @@ class PathRule:
 
     __slots__ = ("action", "fn", "label", "name", "path", "pseudonymize", "segments", "selector")
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 -- public keyword options since 0.1; grouping them would break every user's rule
         self,
         path: str,
         action: Action = "mask",

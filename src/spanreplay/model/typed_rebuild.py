@@ -17,7 +17,7 @@ from typing import Any, Final
 
 import orjson
 
-from spanreplay.errors import UnservableOutputError
+from spanreplay.errors import UnservableOutputError, UnservableValue
 
 if typing.TYPE_CHECKING:
     from .events import Event
@@ -133,9 +133,7 @@ class _Context:
             call_id=event.call_id,
             kind=event.kind,
             key=event.key,
-            path=_path_text(path),
-            type_name=type_name,
-            reason=reason,
+            value=UnservableValue(_path_text(path), type_name, reason),
         )
 
     def is_masked(self, path: list[Any]) -> bool:

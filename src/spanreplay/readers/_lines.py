@@ -80,6 +80,13 @@ def matching_lines(
         if needle in head:
             yield offset, head
         offset += len(head)
+    yield from _matching_read_lines(stream, needle, offset, limit)
+
+
+def _matching_read_lines(
+    stream: IO[bytes], needle: bytes, offset: int, limit: int | None
+) -> Iterator[tuple[int, bytes]]:
+    """``matching_lines`` of what is left to read from ``stream``, which is at byte ``offset``."""
     most = BLOCK_BYTES if limit is None else limit
     partial: list[bytes] = []  # the start of a line that continues into the next block
     partial_at = offset  # where that line starts
@@ -110,15 +117,7 @@ def matching_lines(
             begin = first_end
         end = block.rfind(_NL) + 1
         if end > begin:
-            # stringzilla.find is block.find(needle, start, end), by SIMD.
-            hit: int = stringzilla.find(block, needle, begin, end)
-            while hit != -1:
-                line_start = block.rfind(_NL, begin, hit) + 1 or begin
-                line_end = block.find(_NL, hit, end) + 1
-                if line_end - line_start > most:  # only a limit below the block size
-                    raise LineTooLong(most, offset=base + line_start)
-                yield base + line_start, block[line_start:line_end]
-                hit = stringzilla.find(block, needle, line_end, end)
+            yield from _whole_lines_holding(block, needle, begin, end, base, most)
         else:
             end = begin
         if end < len(block):
@@ -129,6 +128,21 @@ def matching_lines(
     tail = b"".join(partial)
     if tail and needle in tail:
         yield partial_at, tail
+
+
+def _whole_lines_holding(
+    block: bytes, needle: bytes, begin: int, end: int, base: int, most: int
+) -> Iterator[tuple[int, bytes]]:
+    """``(byte offset, line)`` for each line holding ``needle`` in ``block[begin:end]``, whole lines at ``base``."""
+    # stringzilla.find is block.find(needle, start, end), by SIMD.
+    hit: int = stringzilla.find(block, needle, begin, end)
+    while hit != -1:
+        line_start = block.rfind(_NL, begin, hit) + 1 or begin
+        line_end = block.find(_NL, hit, end) + 1
+        if line_end - line_start > most:  # only a limit below the block size
+            raise LineTooLong(most, offset=base + line_start)
+        yield base + line_start, block[line_start:line_end]
+        hit = stringzilla.find(block, needle, line_end, end)
 
 
 def line_number(stream: IO[bytes], offset: int) -> int:

@@ -261,43 +261,14 @@ def _read(reading: Reading, stream: IO[bytes], *, explicit: bool) -> Iterator[Sp
         first, lineno, at = head, 1, 0  # not JSON: no need to read what may be one long binary "line"
     else:
         first, lineno, at = first_line(stream, limit)
+    first = _json_start(name, first, explicit=explicit)
     if first is None:
-        if explicit:
-            raise TraceFormatError(
-                f"{name} is empty, so it holds no trace; pass the file a run was written to.", source=name
-            )
-        warn(f"Skipped {name}: it is empty.")
-        return
-    if first[:1] not in (b"{", b"["):
-        if explicit:
-            raise TraceFormatError(
-                f"{name} is not a trace file (it starts with {first[:20]!r}, not JSON); {FORMATS}.", source=name
-            )
-        warn(f"Skipped {name}: not a trace file (it does not start with JSON).")
         return
     try:
         doc = orjson.loads(first)
     except orjson.JSONDecodeError as exc:
-        if not cut_short(exc, first):
-            # A syntax error inside the first line: JSON lines with a damaged line.
-            yield from read_lines(reading, stream, start=lineno, offset=at, head=first)
-        elif not first.endswith(b"\n"):
-            # One line, cut short: the writer was stopped while writing its only span.
-            warn(f"{name}:{lineno}: the only line is cut short (the writer was stopped while writing it).")
-        elif reading.damaged is not None and trace_lines_ahead(stream, at_line_start=True):
-            # Not the start of a document spread over lines: a torn first line, and OTLP lines after it.
-            yield from read_lines(reading, stream, start=lineno, offset=at, head=first)
-        else:
-            # The start of a JSON document spread over many lines, parsed whole: held to the line limit.
-            data = first + (stream.read() if limit is None else stream.read(limit + 1 - len(first)))
-            if limit is not None and len(data) > limit:
-                raise TraceFormatError(
-                    f"{name} is one JSON document of more than {size_text(limit)}, past the limit {LINE_LIMIT} sets "
-                    f"(a document is parsed whole, as a line is); raise the limit ({raised(LINE_LIMIT, limit)}) "
-                    "to read it.",
-                    source=name,
-                ) from None
-            yield from _read_document(name, data, explicit=explicit)
+        cut = cut_short(exc, first)
+        yield from _read_unparsed_start(reading, stream, first, lineno, at, cut=cut, explicit=explicit)
         return
     try:
         classify(doc)
@@ -312,6 +283,53 @@ def _read(reading: Reading, stream: IO[bytes], *, explicit: bool) -> Iterator[Sp
     if reading.contains is None or reading.contains in first:
         yield from line_spans(reading, first, lineno, at, doc)
     yield from read_lines(reading, stream, start=lineno + 1, offset=at + len(first))
+
+
+def _json_start(name: str, first: bytes | None, *, explicit: bool) -> bytes | None:
+    """``first``, when the file has a first line and it starts JSON; else None, the file refused
+    (``explicit``) or skipped with a warning."""
+    if first is None:
+        if explicit:
+            raise TraceFormatError(
+                f"{name} is empty, so it holds no trace; pass the file a run was written to.", source=name
+            )
+        warn(f"Skipped {name}: it is empty.")
+        return None
+    if first[:1] not in (b"{", b"["):
+        if explicit:
+            raise TraceFormatError(
+                f"{name} is not a trace file (it starts with {first[:20]!r}, not JSON); {FORMATS}.", source=name
+            )
+        warn(f"Skipped {name}: not a trace file (it does not start with JSON).")
+        return None
+    return first
+
+
+def _read_unparsed_start(
+    reading: Reading, stream: IO[bytes], first: bytes, lineno: int, at: int, *, cut: bool, explicit: bool
+) -> Iterator[SpanRecord]:
+    """The spans of a file whose first line ``first`` is not JSON by itself (``cut``: it ends early)."""
+    name, limit = reading.name, reading.limit
+    if not cut:
+        # A syntax error inside the first line: JSON lines with a damaged line.
+        yield from read_lines(reading, stream, start=lineno, offset=at, head=first)
+    elif not first.endswith(b"\n"):
+        # One line, cut short: the writer was stopped while writing its only span.
+        warn(f"{name}:{lineno}: the only line is cut short (the writer was stopped while writing it).")
+    elif reading.damaged is not None and trace_lines_ahead(stream, at_line_start=True):
+        # Not the start of a document spread over lines: a torn first line, and OTLP lines after it.
+        yield from read_lines(reading, stream, start=lineno, offset=at, head=first)
+    else:
+        # The start of a JSON document spread over many lines, parsed whole: held to the line limit.
+        data = first + (stream.read() if limit is None else stream.read(limit + 1 - len(first)))
+        if limit is not None and len(data) > limit:
+            raise TraceFormatError(
+                f"{name} is one JSON document of more than {size_text(limit)}, past the limit {LINE_LIMIT} sets "
+                f"(a document is parsed whole, as a line is); raise the limit ({raised(LINE_LIMIT, limit)}) "
+                "to read it.",
+                source=name,
+            ) from None
+        yield from _read_document(name, data, explicit=explicit)
 
 
 def _read_records(

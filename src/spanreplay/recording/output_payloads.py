@@ -46,39 +46,29 @@ def output_payload(
     ``mask_bytes``: masks the bytes in the output before they are written as base64.
     """
     for escape_text in (False, True):
+        # Inline rather than a helper per attempt: this runs once per recorded boundary.
         try:
-            return _typed_output(kind, key, result, escape_text, masked_payload, names, report, mask_bytes)
+            value, types, unencodable = _typed.to_json(result, escape_text=escape_text, mask_bytes=mask_bytes)
+            typed = result
+            if types is not None and names is not None:
+                # Tagged: it may hold dict keys that are not plain strings, kept as they are.
+                rekeyed = masked_keys(result, names)
+                if rekeyed is not result:
+                    typed = rekeyed
+                    value, types, unencodable = _typed.to_json(typed, escape_text=escape_text, mask_bytes=mask_bytes)
+            _, data, masked = masked_payload(kind, key, "output", value, encode_output)
+            if unencodable:
+                report(kind, key, unencodable)
+            if masked and types is not None:
+                # A masked value is recorded as its masked text: its tag goes (a tag for each
+                # item, so that one masked item does not take its siblings' tags with it).
+                tagged = _typed.to_json(typed, collapse=False, escape_text=escape_text, mask_bytes=mask_bytes)[1]
+                types = _typed.without_masked(tagged or "{}", masked)
         except orjson.JSONEncodeError:
             continue
+        else:
+            return data, masked, types
     text, types, type_name = _typed.unencodable_output(result)
     report(kind, key, [("$", type_name)])
     _, data, masked = masked_payload(kind, key, "output", text, encode_output)
-    return data, masked, types
-
-
-def _typed_output(
-    kind: str,
-    key: str,
-    result: Any,
-    escape_text: bool,
-    masked_payload: MaskedPayload,
-    names: NameMasker | None,
-    report: Callable[[str, str, list[tuple[str, str]]], None],
-    mask_bytes: BytesMasker | None,
-) -> tuple[bytes, str | None, str | None]:
-    value, types, unencodable = _typed.to_json(result, escape_text=escape_text, mask_bytes=mask_bytes)
-    if types is not None and names is not None:
-        # Tagged: it may hold dict keys that are not plain strings, kept as they are.
-        rekeyed = masked_keys(result, names)
-        if rekeyed is not result:
-            result = rekeyed
-            value, types, unencodable = _typed.to_json(result, escape_text=escape_text, mask_bytes=mask_bytes)
-    _, data, masked = masked_payload(kind, key, "output", value, encode_output)
-    if unencodable:
-        report(kind, key, unencodable)
-    if masked and types is not None:
-        # A masked value is recorded as its masked text: its tag goes (a tag for each
-        # item, so that one masked item does not take its siblings' tags with it).
-        tagged = _typed.to_json(result, collapse=False, escape_text=escape_text, mask_bytes=mask_bytes)[1]
-        types = _typed.without_masked(tagged or "{}", masked)
     return data, masked, types

@@ -238,21 +238,20 @@ def _missing(info: RunInfo, present: list[int]) -> tuple[str, int] | None:
     return ", ".join(map(str, shown)) + (f" and {missing - len(shown)} more" if missing > len(shown) else ""), last
 
 
-def summaries(
-    spans: Iterable[SpanRecord], tap: SpanTap | None = None, *, name: str = "", damage: list[Damage] | None = None
-) -> list[RunSummary]:
-    """The runs the spans hold, oldest first; ``tap`` (when given) sees every span.
+@dataclasses.dataclass
+class _FoundRuns:
+    """What one pass over the spans found of each run id."""
 
-    Args:
-        name: the source, as load() names it in its errors.
-        damage: the damaged lines the read skipped, filled in as ``spans`` is read:
-            a run a damaged line names is marked ``damaged``, and the lines are named
-            where a run is missing steps.
-    """
-    roots: dict[str, SpanRecord] = {}
-    steps: dict[str, _Seqs] = {}
-    first: dict[str, SpanRecord] = {}
-    shared: dict[str, str] = {}  # run id -> the two recordings found under it
+    roots: dict[str, SpanRecord] = dataclasses.field(default_factory=dict)  # its run span (the latest ended)
+    steps: dict[str, _Seqs] = dataclasses.field(default_factory=dict)
+    first: dict[str, SpanRecord] = dataclasses.field(default_factory=dict)  # its earliest boundary span
+    shared: dict[str, str] = dataclasses.field(default_factory=dict)  # the two recordings found under it
+
+
+def _found_runs(spans: Iterable[SpanRecord], tap: SpanTap | None) -> _FoundRuns:
+    """The run and boundary spans of each run id in ``spans``; ``tap`` (when given) sees every span."""
+    out = _FoundRuns()
+    roots, steps, first, shared = out.roots, out.steps, out.first, out.shared
     for span in spans:
         if tap is not None:
             tap(span)
@@ -274,6 +273,22 @@ def summaries(
                 shared.setdefault(run_id, f"two spans at seq {clash} (one of them {span.origin})")
             if run_id not in first or span.start_ns < first[run_id].start_ns:
                 first[run_id] = span
+    return out
+
+
+def summaries(
+    spans: Iterable[SpanRecord], tap: SpanTap | None = None, *, name: str = "", damage: list[Damage] | None = None
+) -> list[RunSummary]:
+    """The runs the spans hold, oldest first; ``tap`` (when given) sees every span.
+
+    Args:
+        name: the source, as load() names it in its errors.
+        damage: the damaged lines the read skipped, filled in as ``spans`` is read:
+            a run a damaged line names is marked ``damaged``, and the lines are named
+            where a run is missing steps.
+    """
+    found = _found_runs(spans, tap)
+    roots, steps, first, shared = found.roots, found.steps, found.first, found.shared
     owned: dict[str, list[Damage]] = {}
     for damaged in damage or ():
         for run_id in damaged.runs:

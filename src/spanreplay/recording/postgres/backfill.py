@@ -79,15 +79,7 @@ def _export(
             nonlocal added
             if not runs and not steps:
                 return
-            try:
-                with conn.transaction(), conn.cursor() as cur:
-                    if runs:
-                        cur.executemany(span_rows.UPSERT_RUN, runs)
-                    if steps:
-                        cur.executemany(span_rows.INSERT_STEP, steps)
-                        added += max(cur.rowcount, 0)
-            except psycopg.Error as exc:
-                raise failure(dsn, "import the runs", exc) from None
+            added += _write_batch(conn, dsn, runs, steps)
             if progress is not None:
                 progress(len(steps))
             runs.clear()
@@ -120,3 +112,19 @@ def _export(
         steps.extend(intents.values())
         flush()
     return ExportResult(runs=tuple(run_ids), steps_seen=seen, steps_added=added)
+
+
+def _write_batch(
+    conn: psycopg.Connection[Any], dsn: str, runs: list[dict[str, Any]], steps: list[dict[str, Any]]
+) -> int:
+    """Write one batch of run and step rows in one transaction; the number of steps that were new."""
+    try:
+        with conn.transaction(), conn.cursor() as cur:
+            if runs:
+                cur.executemany(span_rows.UPSERT_RUN, runs)
+            if steps:
+                cur.executemany(span_rows.INSERT_STEP, steps)
+                return max(cur.rowcount, 0)
+    except psycopg.Error as exc:
+        raise failure(dsn, "import the runs", exc) from None
+    return 0

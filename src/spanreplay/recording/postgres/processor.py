@@ -36,7 +36,7 @@ from spanreplay import semconv as sc
 from spanreplay.sources.postgres.connect import check_commit, check_dsn
 
 from . import notices
-from .writer_thread import RowWriter
+from .writer_thread import RowWriter, WriterSettings
 from .writes import DELETE, RUN, STEP, PostgresExportStats, QuietPoolFilter, Write
 
 logger = logging.getLogger("spanreplay")
@@ -70,7 +70,7 @@ class PostgresSpanProcessor(RowWriter, SpanProcessor):
             commits); ``SPANREPLAY_POSTGRES_COMMIT`` for a DSN given to ``configure()``.
     """
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 -- public keyword options since 0.1; grouping them would break every user's processor
         self,
         dsn: str,
         *,
@@ -89,14 +89,16 @@ class PostgresSpanProcessor(RowWriter, SpanProcessor):
             raise ValueError(f"postgres_wait must be 0 or more seconds, not {postgres_wait!r}")
         super().__init__(
             dsn,
-            batch=batch,
-            batch_size=batch_size,
-            flush_interval=flush_interval,
-            timeout=timeout,
-            max_pending=max_pending,
-            pool_size=pool_size,
-            postgres_wait=postgres_wait,
-            postgres_commit=postgres_commit,
+            WriterSettings(
+                batch=batch,
+                batch_size=batch_size,
+                flush_interval=flush_interval,
+                timeout=timeout,
+                max_pending=max_pending,
+                pool_size=pool_size,
+                postgres_wait=postgres_wait,
+                postgres_commit=postgres_commit,
+            ),
         )
         # configure() silences a processor it replaces (an SDK provider cannot drop one).
         self.enabled = True

@@ -16,6 +16,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Final
 
 import psycopg
@@ -34,6 +35,20 @@ _FIRST_BACKOFF: Final = 0.5
 _MAX_BACKOFF: Final = 30.0
 
 
+@dataclass(frozen=True, slots=True)
+class WriterSettings:
+    """How the writer thread commits rows: the options of ``PostgresSpanProcessor``, checked."""
+
+    batch: bool
+    batch_size: int
+    flush_interval: float
+    timeout: float
+    max_pending: int
+    pool_size: int
+    postgres_wait: float
+    postgres_commit: str
+
+
 class RowWriter:
     """The rows queued for Postgres and the one background thread that commits them.
 
@@ -41,31 +56,19 @@ class RowWriter:
     processor's side: what becomes a row, and how long a boundary waits for it.
     """
 
-    def __init__(
-        self,
-        dsn: str,
-        *,
-        batch: bool,
-        batch_size: int,
-        flush_interval: float,
-        timeout: float,
-        max_pending: int,
-        pool_size: int,
-        postgres_wait: float,
-        postgres_commit: str,
-    ) -> None:
+    def __init__(self, dsn: str, settings: WriterSettings) -> None:
         self.dsn = dsn
-        self.postgres_commit = postgres_commit
-        self.batch = batch
-        self.batch_size = batch_size
-        self.flush_interval = flush_interval
-        self.timeout = timeout
-        self.max_pending = max_pending
-        self.pool_size = pool_size
-        self.postgres_wait = postgres_wait
+        self.postgres_commit = settings.postgres_commit
+        self.batch = settings.batch
+        self.batch_size = settings.batch_size
+        self.flush_interval = settings.flush_interval
+        self.timeout = settings.timeout
+        self.max_pending = settings.max_pending
+        self.pool_size = settings.pool_size
+        self.postgres_wait = settings.postgres_wait
         # Batched: past this many rows not yet committed, boundaries wait for the writer.
         # Two batches: the writer commits one while the next fills.
-        self.high_water = max(1, min(2 * batch_size, max_pending // 2))
+        self.high_water = max(1, min(2 * self.batch_size, self.max_pending // 2))
         self.stats = PostgresExportStats()
         self._where = describe(dsn)
         self._init_state()
