@@ -54,7 +54,7 @@ def measure(*, calls: int, repeats: int) -> list[Figure]:
         def record(checks: bool, repeat: bool) -> Case:
             def case() -> int:
                 directory = root / f"r{time.perf_counter_ns()}"
-                _recording.InputChecks.start = start if checks else (lambda *_: None)  # type: ignore[method-assign]
+                _recording.InputChecks.start = start if checks else (lambda *_, **__: None)  # type: ignore[method-assign]
                 spanreplay.configure(trace_dir=directory, tracer_provider=provider)
                 with spanreplay.record(agent="bench"):
                     t = time.perf_counter_ns()

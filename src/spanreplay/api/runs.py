@@ -79,7 +79,7 @@ def recording(agent: str = "agent", run_id: str | None = None) -> Run:
     return RecordingRun(agent, run_id)
 
 
-def replay(
+def replay(  # noqa: PLR0913  public keyword options since 0.x; grouping them would break every caller of replay()
     source: str | os.PathLike[str] | EventLog,
     run_id: str | None = None,
     *,

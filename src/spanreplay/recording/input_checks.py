@@ -39,7 +39,7 @@ class InputChecks:
 
     __slots__ = ("_lock", "_masker", "_raise_internal_errors", "_run_id", "_salt", "_session", "_trace_dir")
 
-    def __init__(self, masker: Masker, trace_dir: Path, run_id: str, raise_internal_errors: bool = False) -> None:
+    def __init__(self, masker: Masker, trace_dir: Path, run_id: str, *, raise_internal_errors: bool = False) -> None:
         self._masker = masker
         # A salt that cannot be written is raised rather than recorded on without checks.
         self._raise_internal_errors = raise_internal_errors
@@ -54,14 +54,14 @@ class InputChecks:
 
     @classmethod
     def start(
-        cls, masker: Masker | None, trace_dir: Path | None, run_id: str, raise_internal_errors: bool = False
+        cls, masker: Masker | None, trace_dir: Path | None, run_id: str, *, raise_internal_errors: bool = False
     ) -> InputChecks | None:
         """Checks for a run masked without a key whose trace file is written to ``trace_dir``;
         None otherwise (a key keeps equality itself; without a trace file the salt would
         have nowhere to be kept)."""
         if masker is None or not masker.enabled or masker.keyed or trace_dir is None:
             return None
-        return cls(masker, trace_dir, run_id, raise_internal_errors)
+        return cls(masker, trace_dir, run_id, raise_internal_errors=raise_internal_errors)
 
     def attribute(
         self, kind: str, key: str, call_id: str, value: Any, fired: Sequence[tuple[str, str]] | None = None

@@ -110,7 +110,7 @@ class RecordingRun(Run):
             if config.masker is not None and config.masker.enabled:
                 self._masking = config.masker.session()
                 self._checks = InputChecks.start(
-                    config.masker, config.trace_dir, self.run_id, config.raise_internal_errors
+                    config.masker, config.trace_dir, self.run_id, raise_internal_errors=config.raise_internal_errors
                 )
                 self._others = OthersMasking(config.masker)
                 if self._spans is not None:
@@ -248,21 +248,11 @@ class RecordingRun(Run):
 
     def record_call_async(self, scope: Scope, call_id: str, seq: int, key: str, call: BoundaryCall) -> Awaitable[Any]:
         """``call_async()`` once the call has its id, seq and masked key."""
-        return self._record_async(scope, call_id, seq, call.kind, key, call.input, call.function, call.attributes)
+        return self._record_async(scope, call_id, seq, key, call)
 
-    async def _record_async(
-        self,
-        scope: Scope,
-        call_id: str,
-        seq: int,
-        kind: str,
-        key: str,
-        input: Any,
-        fn: Callable[[], Awaitable[Any]],
-        attributes: dict[str, Any] | None,
-    ) -> Any:
-        span, child = self._start(scope, call_id, seq, kind, key, input, attributes)
-        return await self._record_awaited(span, kind, key, child, fn())
+    async def _record_async(self, scope: Scope, call_id: str, seq: int, key: str, call: BoundaryCall) -> Any:
+        span, child = self._start(scope, call_id, seq, call.kind, key, call.input, call.attributes)
+        return await self._record_awaited(span, call.kind, key, child, call.function())
 
     async def _record_awaited(
         self, span: trace.Span | None, kind: str, key: str, child: Scope, awaitable: Awaitable[Any]
@@ -478,23 +468,16 @@ class RecordingRun(Run):
         input_json: bytes | None = None,
     ) -> Call:
         scope, key, call_id, seq = self._next_call(kind, key)
-        return self.begin_call(scope, call_id, seq, kind, key, input, attributes, span_name)
+        call = self.begin_call(scope, call_id, seq, kind, key, input, attributes)
+        if span_name is not None:
+            call.rename(span_name)
+        return call
 
     def begin_call(
-        self,
-        scope: Scope,
-        call_id: str,
-        seq: int,
-        kind: str,
-        key: str,
-        input: Any,
-        attributes: dict[str, Any] | None,
-        span_name: str | None,
+        self, scope: Scope, call_id: str, seq: int, kind: str, key: str, input: Any, attributes: dict[str, Any] | None
     ) -> Call:
         """``begin()`` once the call has its id and seq."""
         span, child = self._start(scope, call_id, seq, kind, key, input, attributes)
-        if span is not None and span_name is not None:
-            span.update_name(span_name)
-        call = Call(self, kind, key, call_id, seq, child, span=span, recorder=self)
+        call = Call(kind, key, seq, child, span=span, recorder=self)
         self.pending_calls[id(call)] = call
         return call

@@ -130,30 +130,27 @@ class ReplayEngine:
                     self._serve(recorded)
                     return recorded
             try:
-                return self._take(scope_id, call_id, kind, key, seq, input_json, event, same_call, recorded)
+                if recorded is not None:
+                    return self._take_out_of_order(recorded, kind, key, input_json)
+                return self._take(scope_id, call_id, kind, key, seq, input_json, event)
             except ReplayDivergenceError as error:
                 raise self._diverged(error) from None
 
+    def _take_out_of_order(self, recorded: Event, kind: str, key: str, input_json: bytes) -> Event:
+        """The recorded call, matched but not next in its scope: served when no call it waits for is left."""
+        blocker = self._blocker(recorded)
+        if blocker is None:
+            self._serve(recorded)
+            return recorded
+        raise self._out_of_order(blocker, recorded, _describe(kind, key, recorded.call_id, input_json))
+
     def _take(
-        self,
-        scope_id: str,
-        call_id: str,
-        kind: str,
-        key: str,
-        seq: int,
-        input_json: bytes,
-        event: Event | None,
-        same_call: bool,
-        recorded: Event | None,
+        self, scope_id: str, call_id: str, kind: str, key: str, seq: int, input_json: bytes, event: Event | None
     ) -> Event:
-        """``take()`` past its common case: ``event`` is under ``call_id``, ``recorded`` is it when it
-        matches the call; out of order, from a sibling, or the divergence error that says why not."""
-        if recorded is not None:
-            blocker = self._blocker(recorded)
-            if blocker is None:
-                self._serve(recorded)
-                return recorded
-            raise self._out_of_order(blocker, recorded, _describe(kind, key, call_id, input_json))
+        """``take()`` when no unserved recorded call under ``call_id`` matches it (``event`` is the
+        one there, if any): a sibling recorded elsewhere in the scope, or the divergence error that
+        says why not."""
+        same_call = event is not None and event.kind == kind and event.key == key
         sibling = self._sibling(scope_id, kind, key, input_json)
         if sibling is not None and event is not None and same_call:
             # The call the code made here was recorded elsewhere in this scope. Only calls that

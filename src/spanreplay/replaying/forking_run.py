@@ -202,7 +202,9 @@ class ForkingRun(RecordingRun):
             if served is not None:
                 event = served.event
                 marked = {**(attributes or {}), sc.SERVED_FROM: self.parent.run_id}
-                call = self.begin_call(scope, call_id, event.seq, kind, key, input, marked, span_name)
+                call = self.begin_call(scope, call_id, event.seq, kind, key, input, marked)
+                if span_name is not None:
+                    call.rename(span_name)
                 with call.activate():
                     self._record_nested(event.call_id)
                 error = served.error or (
@@ -219,7 +221,10 @@ class ForkingRun(RecordingRun):
                 # The instrumentation serves the recorded exchange to its SDK, as in a replay.
                 call.recorded = event
                 return call
-        return self.begin_call(scope, call_id, seq, kind, key, input, attributes, span_name)
+        call = self.begin_call(scope, call_id, seq, kind, key, input, attributes)
+        if span_name is not None:
+            call.rename(span_name)
+        return call
 
     def _serve(self, scope: Scope, call_id: str, kind: str, key: str, seq: int, input: Any) -> _Step | None:
         """The parent's step for this call, or None when the fork goes live at it."""

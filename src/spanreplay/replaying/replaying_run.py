@@ -286,7 +286,7 @@ class ReplayingRun(Run):
             event = self._take(scope.call_id, call_id, kind, key, seq, data, input)
             if event.effect:
                 served_effect(self.engine, event)
-        return Call(self, kind, key, call_id, seq, Scope(self, call_id, None), recorded=event)
+        return Call(kind, key, seq, Scope(self, call_id, None), recorded=event)
 
     def take_override(
         self, scope_id: str, call_id: str, kind: str, key: str, seq: int, data: bytes, input: Any

@@ -75,10 +75,8 @@ class Call:
 
     def __init__(
         self,
-        run: Run,
         kind: str,
         key: str,
-        call_id: str,
         seq: int,
         scope: Scope,
         *,
@@ -86,10 +84,11 @@ class Call:
         recorded: Event | None = None,
         recorder: Recorder | None = None,
     ) -> None:
-        self.run = run
+        """``scope`` is the call's own: its run and call id are the call's."""
+        self.run: Run = scope.run
         self.kind = kind
         self.key = key
-        self.call_id = call_id
+        self.call_id = scope.call_id
         self.seq = seq
         self.scope = scope
         self.recorded = recorded
@@ -128,6 +127,11 @@ class Call:
             span.set_attributes(self._masked_content(attributes))
         except Exception:
             self._failure("set attributes on")
+
+    def rename(self, name: str) -> None:
+        """Give the call's span another name than its boundary's (record mode)."""
+        if self._span is not None:
+            self._span.update_name(name)
 
     def finish(self, output: Any, *, attributes: dict[str, Any] | None = None) -> None:
         """Record ``output`` and end the span (record mode; the first end wins)."""

@@ -149,16 +149,7 @@ def summarize_events(events: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         elif kind == "content_block_start" and isinstance(data.get("content_block"), Mapping):
             blocks.append(dict(data["content_block"]))
         elif kind == "content_block_delta" and blocks and isinstance(data.get("delta"), Mapping):
-            delta = data["delta"]
-            index = data.get("index")
-            block = blocks[index] if isinstance(index, int) and 0 <= index < len(blocks) else blocks[-1]
-            if delta.get("type") == "text_delta":
-                block["text"] = str(block.get("text", "")) + str(delta.get("text", ""))
-            elif delta.get("type") == "thinking_delta":
-                block["thinking"] = str(block.get("thinking", "")) + str(delta.get("thinking", ""))
-            elif delta.get("type") == "input_json_delta":
-                key = blocks.index(block)
-                partial_json[key] = partial_json.get(key, "") + str(delta.get("partial_json", ""))
+            _add_block_delta(blocks, partial_json, data)
         elif kind == "message_delta":
             delta = data.get("delta")
             if isinstance(delta, Mapping):
@@ -173,6 +164,20 @@ def summarize_events(events: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             blocks[key]["input"] = raw
     message["content"] = blocks
     return message
+
+
+def _add_block_delta(blocks: list[dict[str, Any]], partial_json: dict[int, str], data: Mapping[str, Any]) -> None:
+    """Add a ``content_block_delta`` event's text, thinking or partial tool input to its block."""
+    delta = data["delta"]
+    index = data.get("index")
+    block = blocks[index] if isinstance(index, int) and 0 <= index < len(blocks) else blocks[-1]
+    if delta.get("type") == "text_delta":
+        block["text"] = str(block.get("text", "")) + str(delta.get("text", ""))
+    elif delta.get("type") == "thinking_delta":
+        block["thinking"] = str(block.get("thinking", "")) + str(delta.get("thinking", ""))
+    elif delta.get("type") == "input_json_delta":
+        key = blocks.index(block)
+        partial_json[key] = partial_json.get(key, "") + str(delta.get("partial_json", ""))
 
 
 # --- message content in the conventions' schema ------------------------------------------

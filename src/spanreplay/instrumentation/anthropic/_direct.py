@@ -100,7 +100,7 @@ class PostOptions:
 _NOT_GIVEN: Final = anthropic.NotGiven()
 
 
-def plain_body(instance: Any, cast_to: Any, options: Any, stream: bool) -> dict[str, Any] | None:
+def plain_body(instance: Any, cast_to: Any, options: Any, *, stream: bool) -> dict[str, Any] | None:
     """The request body without its omitted parameters, if the call may skip the SDK's pipeline.
 
     None when anything the pipeline acts on is there: a stream, a raw or

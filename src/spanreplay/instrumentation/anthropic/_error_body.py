@@ -64,6 +64,8 @@ _CLOSERS: Final = {"[": "]", "(": ")", "{": "}"}
 
 # What a container expects next.
 _VALUE_OR_CLOSE, _VALUE, _SEPARATOR, _COLON = range(4)
+# What a token that completes no value (a separator, an opening bracket) gives.
+_NO_VALUE: Final = object()
 
 
 class _Frame:
@@ -75,6 +77,23 @@ class _Frame:
         self.key: Any = None
         self.expect = _VALUE_OR_CLOSE
         self.commas = 0
+
+    def add(self, value: Any, pos: int) -> None:
+        """Put a complete value (at ``pos`` in the text) in the container: an item, a key, or a key's value."""
+        items = self.items
+        if isinstance(items, list):
+            items.append(value)
+            self.expect = _SEPARATOR
+        elif self.expect == _VALUE_OR_CLOSE:
+            try:
+                hash(value)
+            except TypeError:
+                raise ValueError(f"a {type(value).__name__} as a dict key, at position {pos}") from None
+            self.key = value
+            self.expect = _COLON
+        else:
+            items[self.key] = value
+            self.expect = _SEPARATOR
 
     def value(self) -> Any:
         if self.opener != "(":
@@ -135,30 +154,7 @@ def parse_repr(text: str, *, max_depth: int = MAX_DEPTH) -> Any:
         if done and not stack:
             raise ValueError(f"text after the value at position {match.start(kind)}")
         if stack:
-            frame = stack[-1]
-            if frame.expect == _SEPARATOR or (frame.expect == _VALUE_OR_CLOSE and token == _CLOSERS[frame.opener]):
-                if token == "," and frame.expect == _SEPARATOR:
-                    frame.expect = _VALUE_OR_CLOSE
-                    frame.commas += 1
-                    continue
-                if token != _CLOSERS[frame.opener]:
-                    raise ValueError(f"{token!r} where ',' or {_CLOSERS[frame.opener]!r} belongs, at {pos}")
-                stack.pop()
-                value = frame.value()
-            elif frame.expect == _COLON:
-                if token != ":":
-                    raise ValueError(f"{token!r} where ':' belongs, at position {pos}")
-                frame.expect = _VALUE
-                continue
-            elif kind == "punct":
-                if token not in _CLOSERS:
-                    raise ValueError(f"{token!r} where a value belongs, at position {pos}")
-                if len(stack) >= max_depth:
-                    raise ValueError(f"nested deeper than {max_depth}")
-                stack.append(_Frame(token))
-                continue
-            else:
-                value = _scalar(kind, token)
+            value = _in_container(stack, kind, token, pos, max_depth)
         elif kind == "punct":
             if token not in _CLOSERS:
                 raise ValueError(f"{token!r} where a value belongs, at position {pos}")
@@ -166,25 +162,41 @@ def parse_repr(text: str, *, max_depth: int = MAX_DEPTH) -> Any:
             continue
         else:
             value = _scalar(kind, token)
+        if value is _NO_VALUE:
+            continue
         # A complete value: it goes into the enclosing container, or it is the result.
         if not stack:
             result, done = value, True
             continue
-        frame = stack[-1]
-        items = frame.items
-        if isinstance(items, list):
-            items.append(value)
-            frame.expect = _SEPARATOR
-        elif frame.expect == _VALUE_OR_CLOSE:
-            try:
-                hash(value)
-            except TypeError:
-                raise ValueError(f"a {type(value).__name__} as a dict key, at position {pos}") from None
-            frame.key = value
-            frame.expect = _COLON
-        else:
-            items[frame.key] = value
-            frame.expect = _SEPARATOR
+        stack[-1].add(value, pos)
+
+
+def _in_container(stack: list[_Frame], kind: str, token: str, pos: int, max_depth: int) -> Any:
+    """What ``token`` does inside the innermost container: the value it completes (a scalar, or the
+    container it closes), or ``_NO_VALUE`` for a separator or a container it opens."""
+    frame = stack[-1]
+    if frame.expect == _SEPARATOR or (frame.expect == _VALUE_OR_CLOSE and token == _CLOSERS[frame.opener]):
+        if token == "," and frame.expect == _SEPARATOR:
+            frame.expect = _VALUE_OR_CLOSE
+            frame.commas += 1
+            return _NO_VALUE
+        if token != _CLOSERS[frame.opener]:
+            raise ValueError(f"{token!r} where ',' or {_CLOSERS[frame.opener]!r} belongs, at {pos}")
+        stack.pop()
+        return frame.value()
+    if frame.expect == _COLON:
+        if token != ":":
+            raise ValueError(f"{token!r} where ':' belongs, at position {pos}")
+        frame.expect = _VALUE
+        return _NO_VALUE
+    if kind == "punct":
+        if token not in _CLOSERS:
+            raise ValueError(f"{token!r} where a value belongs, at position {pos}")
+        if len(stack) >= max_depth:
+            raise ValueError(f"nested deeper than {max_depth}")
+        stack.append(_Frame(token))
+        return _NO_VALUE
+    return _scalar(kind, token)
 
 
 def body_from_message(message: str, status: int) -> Any:

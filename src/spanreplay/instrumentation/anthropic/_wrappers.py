@@ -105,7 +105,7 @@ def _begin(run: Run, instance: Any, request_options: Any, endpoint: str) -> tupl
 
 
 def _served_directly(
-    run: Run, instance: Any, cast_to: Any, request_options: Any, stream: bool, endpoint: str
+    run: Run, instance: Any, cast_to: Any, request_options: Any, endpoint: str, *, stream: bool
 ) -> tuple[Call | None, Any]:
     """The one decision of how a replayed call is served, made before the SDK prepares the request.
 
@@ -119,7 +119,7 @@ def _served_directly(
     log = run.replayed_log
     if not _direct.DIRECT.on or log is None:
         return None, _direct.DECLINED
-    body = _direct.plain_body(instance, cast_to, request_options, stream)
+    body = _direct.plain_body(instance, cast_to, request_options, stream=stream)
     if body is None:
         return None, _direct.DECLINED
     value, model = call_input(request_options, endpoint, body)
@@ -168,10 +168,10 @@ def _model_changed(run: Run, exc: DifferentCallError, attempted: dict[str, Any])
     )
 
 
-def _attempts(call: Call, stream: bool) -> list[dict[str, Any]]:
+def _attempts(call: Call, *, stream: bool) -> list[dict[str, Any]]:
     event = call.recorded
     assert event is not None
-    foreign = foreign_attempts(event, stream)
+    foreign = foreign_attempts(event, stream=stream)
     if foreign is not None:
         return foreign
     output = orjson.loads(event.output_json) if event.output_json is not None else None
@@ -197,8 +197,8 @@ def _attempts(call: Call, stream: bool) -> list[dict[str, Any]]:
 
 
 @contextmanager
-def _serving(call: Call, stream: bool = False) -> Iterator[None]:
-    token = _replaying.set(CallReplayer(call, _attempts(call, stream)))
+def _serving(call: Call, *, stream: bool = False) -> Iterator[None]:
+    token = _replaying.set(CallReplayer(call, _attempts(call, stream=stream)))
     try:
         with call.activate():
             yield
@@ -211,7 +211,10 @@ def _serving(call: Call, stream: bool = False) -> Iterator[None]:
 
 
 def _guard(what: str, fn: Callable[[], None]) -> None:
-    """Telemetry never breaks the agent: log spanreplay's own failures (raise them when strict)."""
+    """Telemetry never breaks the agent: log spanreplay's own failures.
+
+    With ``raise_internal_errors`` set they are raised instead.
+    """
     try:
         fn()
     except Exception:
@@ -231,7 +234,7 @@ def request_sync(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ..
     endpoint = _endpoint(request_options)
     if endpoint is None:
         return wrapped(*args, **kwargs)
-    call, served = _decided(run, instance, cast_to, request_options, stream, endpoint)
+    call, served = _decided(run, instance, cast_to, request_options, endpoint, stream=stream)
     if served is not _direct.DECLINED:
         return served
     request_options = instance._copy_and_prepare(request_options)
@@ -239,7 +242,7 @@ def request_sync(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ..
     if call is None:
         call, model = _begin(run, instance, request_options, endpoint)
     if call.replaying:
-        with _serving(call, stream):
+        with _serving(call, stream=stream):
             return instance._request(cast_to, request_options, stream=stream, stream_cls=stream_cls)
     recorder = CallRecorder(call, model=model, stream=stream)
     token = _recording.set(recorder)
@@ -268,7 +271,7 @@ async def request_async(
     endpoint = _endpoint(request_options)
     if endpoint is None:
         return await wrapped(*args, **kwargs)
-    call, served = _decided(run, instance, cast_to, request_options, stream, endpoint)
+    call, served = _decided(run, instance, cast_to, request_options, endpoint, stream=stream)
     if served is not _direct.DECLINED:
         return served
     request_options = await instance._copy_and_prepare(request_options)
@@ -276,7 +279,7 @@ async def request_async(
     if call is None:
         call, model = _begin(run, instance, request_options, endpoint)
     if call.replaying:
-        with _serving(call, stream):
+        with _serving(call, stream=stream):
             return await instance._request(cast_to, request_options, stream=stream, stream_cls=stream_cls)
     recorder = CallRecorder(call, model=model, stream=stream)
     token = _recording.set(recorder)
@@ -296,14 +299,14 @@ async def request_async(
 
 
 def _decided(
-    run: Run, instance: Any, cast_to: Any, request_options: Any, stream: bool, endpoint: str
+    run: Run, instance: Any, cast_to: Any, request_options: Any, endpoint: str, *, stream: bool
 ) -> tuple[Call | None, Any]:
     """``_served_directly`` for this call, unless ``post()`` asked it already and began the call."""
     begun = _begun.get()
     if begun is not None:
         _begun.set(None)  # this call's alone: a call the SDK makes while serving it begins its own
         return begun, _direct.DECLINED
-    return _served_directly(run, instance, cast_to, request_options, stream, endpoint)
+    return _served_directly(run, instance, cast_to, request_options, endpoint, stream=stream)
 
 
 # --- post(): the decision made before the SDK builds its request options ---------------------
@@ -328,7 +331,7 @@ def _from_post(run: Run, instance: Any, args: tuple[Any, ...], kwargs: dict[str,
         path, kwargs.get("body"), kwargs.get("options") or {}, kwargs.get("files"), kwargs.get("content")
     )
     stream = bool(kwargs.get("stream", False))
-    return _served_directly(run, instance, kwargs["cast_to"], view, stream, endpoint)
+    return _served_directly(run, instance, kwargs["cast_to"], view, endpoint, stream=stream)
 
 
 def post_sync(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:

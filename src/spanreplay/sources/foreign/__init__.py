@@ -100,7 +100,7 @@ def as_recorded(log: EventLog | None, value: dict[str, Any]) -> dict[str, Any]:
     return model_input(value["body"], log.run.compared, value["endpoint"])
 
 
-def attempts(event: Event, stream: bool) -> list[dict[str, Any]] | None:
+def attempts(event: Event, *, stream: bool) -> list[dict[str, Any]] | None:
     """The HTTP attempts to serve for a foreign model event; None for spanreplay's own events.
 
     A streaming call gets the recorded message as server-sent events.

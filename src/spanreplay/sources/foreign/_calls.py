@@ -73,16 +73,23 @@ STOP_REASONS: Final = {
 }
 
 
+@dataclass(frozen=True, slots=True)
+class TokenCounts:
+    """The token counts a foreign span recorded; None where it kept none."""
+
+    input: int | None = None
+    output: int | None = None
+    cache_read: int | None = None
+    cache_write: int | None = None
+
+
 def message_json(
     *,
     content: list[dict[str, Any]],
     model: str,
     message_id: str,
     stop_reason: str | None,
-    input_tokens: int | None,
-    output_tokens: int | None,
-    cache_read: int | None = None,
-    cache_write: int | None = None,
+    tokens: TokenCounts,
 ) -> dict[str, Any]:
     """A ``Message`` body as the API sends it, from the parts a foreign span holds."""
     if stop_reason is None:
@@ -96,10 +103,10 @@ def message_json(
         "stop_reason": STOP_REASONS.get(stop_reason, stop_reason),
         "stop_sequence": None,
         "usage": {
-            "input_tokens": input_tokens or 0,
-            "output_tokens": output_tokens or 0,
-            "cache_creation_input_tokens": cache_write or 0,
-            "cache_read_input_tokens": cache_read or 0,
+            "input_tokens": tokens.input or 0,
+            "output_tokens": tokens.output or 0,
+            "cache_creation_input_tokens": tokens.cache_write or 0,
+            "cache_read_input_tokens": tokens.cache_read or 0,
         },
     }
 

@@ -28,6 +28,7 @@ from ._calls import (
     GENAI,
     OPENLLMETRY,
     ForeignCall,
+    TokenCounts,
     json_attribute,
     message_json,
     tool_result_content,
@@ -228,13 +229,16 @@ def _message(attributes: Mapping[str, Any], model: str, gaps: list[str]) -> dict
         model=str(attributes.get(sc.GEN_AI_RESPONSE_MODEL) or model),
         message_id=str(response_id) if isinstance(response_id, str) else "",
         stop_reason=str(finish) if isinstance(finish, str) else None,
-        input_tokens=_int(attributes.get(sc.GEN_AI_USAGE_INPUT_TOKENS)),
-        output_tokens=_int(attributes.get(sc.GEN_AI_USAGE_OUTPUT_TOKENS)),
-        cache_read=_int(attributes.get(sc.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS)),
-        cache_write=_int(
-            attributes.get(
-                sc.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS, attributes.get(sc.GEN_AI_USAGE_CACHE_WRITE_INPUT_TOKENS)
-            )
+        tokens=TokenCounts(
+            input=_int(attributes.get(sc.GEN_AI_USAGE_INPUT_TOKENS)),
+            output=_int(attributes.get(sc.GEN_AI_USAGE_OUTPUT_TOKENS)),
+            cache_read=_int(attributes.get(sc.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS)),
+            cache_write=_int(
+                attributes.get(
+                    sc.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS,
+                    attributes.get(sc.GEN_AI_USAGE_CACHE_WRITE_INPUT_TOKENS),
+                )
+            ),
         ),
     )
 

@@ -20,6 +20,7 @@ from spanreplay.model.spans import SpanRecord
 from ._calls import (
     OPENINFERENCE,
     ForeignCall,
+    TokenCounts,
     json_attribute,
     message_json,
     tool_result_content,
@@ -177,10 +178,12 @@ def _flattened_message(attributes: Mapping[str, Any], model: str) -> dict[str, A
         model=str(attributes.get(sc.LLM_RESPONSE_MODEL_NAME) or model),
         message_id="",
         stop_reason=finish if isinstance(finish, str) else None,
-        input_tokens=_int(attributes.get(sc.LLM_TOKEN_COUNT_PROMPT)),
-        output_tokens=_int(attributes.get(sc.LLM_TOKEN_COUNT_COMPLETION)),
-        cache_read=_int(attributes.get(sc.LLM_TOKEN_COUNT_CACHE_READ)),
-        cache_write=_int(attributes.get(sc.LLM_TOKEN_COUNT_CACHE_WRITE)),
+        tokens=TokenCounts(
+            input=_int(attributes.get(sc.LLM_TOKEN_COUNT_PROMPT)),
+            output=_int(attributes.get(sc.LLM_TOKEN_COUNT_COMPLETION)),
+            cache_read=_int(attributes.get(sc.LLM_TOKEN_COUNT_CACHE_READ)),
+            cache_write=_int(attributes.get(sc.LLM_TOKEN_COUNT_CACHE_WRITE)),
+        ),
     )
 
 
