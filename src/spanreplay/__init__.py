@@ -79,6 +79,18 @@ def instrument_anthropic(**kwargs: _typing.Any) -> _typing.Any:
     return _instrument(**kwargs)
 
 
+def instrument_all() -> dict[str, _typing.Any]:
+    """Record and replay every Anthropic call and every framework tool call spanreplay has an adapter for.
+
+    LangChain and LangGraph tools, MCP client tools and PydanticAI function tools,
+    each when its library is installed and in its tested range (docs/frameworks.md).
+    Imported lazily so that ``import spanreplay`` imports no framework.
+    """
+    from spanreplay.instrumentation.everything import instrument_all as _instrument_all
+
+    return _instrument_all()
+
+
 # Names that left ``__all__``: still importable from here, with a warning naming their home.
 _MOVED = {
     # record() returns a Run; the recording subclass is no part of the public surface.
@@ -149,6 +161,7 @@ __all__ = [
     "current_run",
     "diff_runs",
     "fork",
+    "instrument_all",
     "instrument_anthropic",
     "is_configured",
     "load",

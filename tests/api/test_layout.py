@@ -15,7 +15,19 @@ import pytest
 from helpers.paths import TESTS
 
 # One folder per area of src/spanreplay; api/ holds the public surface and what no other area fits.
-AREAS = {"api", "cli", "cost", "exporters", "instrumentation", "lint", "masking", "readers", "record", "replay"}
+AREAS = {
+    "api",
+    "cli",
+    "cost",
+    "exporters",
+    "frameworks",
+    "instrumentation",
+    "lint",
+    "masking",
+    "readers",
+    "record",
+    "replay",
+}
 TEST_MODULES = sorted(TESTS.rglob("test_*.py"))
 SHARED_MODULES = sorted({*(TESTS / "helpers").rglob("*.py"), *(TESTS / "fixtures").glob("*.py")})
 
