@@ -198,10 +198,12 @@ class ReplayEngine:
                 attempted=attempted,
             )
         last = self.log.events[-1].seq if len(self.log) else 0
+        # The seq is the call's own, as in .seq, the caught-divergence note and `spanreplay check`;
+        # the recording's last step is said beside it.
         raise UnexpectedCallError(
-            f"Replay of run {self.run_id} diverged after seq {last}: the code made a call the "
-            f"recording does not have.\nRecorded: nothing more in this scope "
-            f"(run status {self.log.run.status})\nAttempted: {attempted}\n"
+            f"Replay of run {self.run_id} diverged at seq {seq} (call id {call_id}): the code made a "
+            f"call the recording does not have.\nRecorded: nothing more in this scope (the recording's "
+            f"last step is seq {last}, run status {self.log.run.status})\nAttempted: {attempted}\n"
             + (
                 "The recorded process died here (the run crashed), so the recording ends at this point."
                 if self.log.run.status == sc.RUN_STATUS_CRASHED
