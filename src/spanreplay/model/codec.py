@@ -155,8 +155,14 @@ def span_to_run(span: SpanRecord) -> RunInfo:
         forked_from=attrs.get(sc.RUN_FORKED_FROM),
         masking=str(attrs[sc.RUN_MASKING]) if sc.RUN_MASKING in attrs else None,
         forked_at=_small_int(attrs.get(sc.RUN_FORKED_AT)),
+        parent=_parent(attrs.get(sc.RUN_PARENT)),
         origin=span.origin,
     )
+
+
+def _parent(value: object) -> str | None:
+    """The parent run id a sub-agent's run span names; None when it names none (or not as text)."""
+    return value if isinstance(value, str) and value else None
 
 
 def _small_int(value: object) -> int | None:
