@@ -91,16 +91,19 @@ def test_a_sub_agent_is_a_child_run_in_the_parents_trace(
     spans = by_run(memory_exporter.get_finished_spans())
     parent_root, child_root = run_span(spans[parent_id]), run_span(spans[child_id])
     assert child_root.name == "invoke_agent researcher"
-    assert child_root.attributes is not None and child_root.attributes[sc.RUN_PARENT] == parent_id
+    assert child_root.attributes is not None
+    assert child_root.attributes[sc.RUN_PARENT] == parent_id
     assert child_root.attributes[sc.GEN_AI_AGENT_NAME] == "researcher"
     assert sc.RUN_PARENT not in (parent_root.attributes or {})
     assert child_root.context.trace_id == parent_root.context.trace_id
     # Opened from the supervisor's own code: its run span is the child's parent.
-    assert child_root.parent is not None and child_root.parent.span_id == parent_root.context.span_id
+    assert child_root.parent is not None
+    assert child_root.parent.span_id == parent_root.context.span_id
     for span in spans[child_id]:
         if span is child_root:
             continue
-        assert span.parent is not None and span.parent.span_id == child_root.context.span_id
+        assert span.parent is not None
+        assert span.parent.span_id == child_root.context.span_id
         assert (span.attributes or {})[sc.GEN_AI_AGENT_NAME] == "researcher"
     # The parent's boundaries carry no agent of their own (the run span says it).
     assert all(sc.GEN_AI_AGENT_NAME not in (s.attributes or {}) for s in spans[parent_id] if s is not parent_root)
@@ -127,7 +130,8 @@ def test_a_sub_agent_called_from_a_tool_is_a_child_of_that_tools_span(
     (child_id,) = [run_id for run_id in spans if run_id != run.run_id]
     (tool_span,) = [s for s in spans[run.run_id] if s.name == "execute_tool delegate"]
     child_root = run_span(spans[child_id])
-    assert child_root.parent is not None and child_root.parent.span_id == tool_span.context.span_id
+    assert child_root.parent is not None
+    assert child_root.parent.span_id == tool_span.context.span_id
     # The step that opened the child is nested in the tool's call.
     log = spanreplay.load(trace_dir, run.run_id)
     assert [e.call_id for e in log.events] == ["tool:delegate#0", "tool:delegate#0/agent:researcher#0"]
@@ -151,7 +155,8 @@ def test_agent_decorator_opens_a_child_run_named_after_the_function(trace_dir: P
     # Outside any run, it opens a top-level run.
     assert writer("c") == "results for c"
     top = [r for r in spanreplay.runs(trace_dir) if r.agent == "writer" and r.parent is None]
-    assert len(top) == 1 and top[0].steps == 1
+    assert len(top) == 1
+    assert top[0].steps == 1
 
 
 def test_parallel_sub_agents_are_child_runs_each(trace_dir: Path) -> None:
@@ -202,14 +207,16 @@ def test_runs_lists_sub_agents_under_their_parent(trace_dir: Path) -> None:
     second = record_supervisor()
     listed = json.loads(invoke("runs", str(trace_dir), "--json").stdout)
     parents = {run["run_id"]: run["parent"] for run in listed}
-    assert parents[first] is None and parents[second] is None
+    assert parents[first] is None
+    assert parents[second] is None
     table = invoke("runs", str(trace_dir)).stdout
     lines = [line for line in table.splitlines() if "run_" in line]
     order = [next(word for word in line.split() if word.startswith("run_")) for line in lines]
     # Each parent is followed by its own child, marked as nested.
     children = {parent: run_id for run_id, parent in parents.items() if parent}
     assert order == [first, children[first], second, children[second]]
-    assert "└ " + children[first] in lines[1] and "└" not in lines[0]
+    assert "└ " + children[first] in lines[1]
+    assert "└" not in lines[0]
 
 
 def test_cost_by_agent_gives_each_sub_agent_its_own_calls(trace_dir: Path) -> None:

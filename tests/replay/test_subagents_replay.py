@@ -9,6 +9,7 @@ child the source does not hold fails closed.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from pathlib import Path
 
@@ -63,9 +64,9 @@ def test_the_supervisor_replays_its_sub_agent_offline(trace_dir: Path) -> None:
 
 def test_the_code_may_open_the_supervisors_own_run_under_replay(trace_dir: Path) -> None:
     parent, _, answer = recorded(trace_dir)
-    with spanreplay.replay(trace_dir, parent) as run:
-        with spanreplay.record(agent="supervisor"):  # joins the replay; the sub-agent inside is its child
-            replayed = supervisor()
+    # The code's own record() joins the replay; the sub-agent inside it is its child.
+    with spanreplay.replay(trace_dir, parent) as run, spanreplay.record(agent="supervisor"):
+        replayed = supervisor()
     assert (replayed, real_calls, run.outcome) == (answer, [], "completed")
 
 
@@ -92,7 +93,8 @@ def test_a_changed_argument_inside_the_child_diverges_at_the_childs_step(trace_d
         supervisor("badgers")
     error = raised.value
     assert (error.run_id, error.seq) == (child, 1)
-    assert child in str(error) and "seq 1" in str(error)
+    assert child in str(error)
+    assert "seq 1" in str(error)
     assert run.outcome == "diverged"
     assert real_calls == []
 
@@ -102,10 +104,8 @@ def test_a_child_divergence_the_parent_catches_still_ends_the_replay(trace_dir: 
 
     def forgiving() -> str:
         plan = search("plan")
-        try:
+        with contextlib.suppress(InputChangedError):
             researcher("badgers")
-        except InputChangedError:
-            pass
         return plan
 
     with pytest.raises(InputChangedError) as raised, spanreplay.replay(trace_dir, parent) as run:
@@ -134,7 +134,8 @@ def test_a_child_missing_from_the_source_fails_closed(trace_dir: Path) -> None:
     with pytest.raises(RunNotFoundError) as raised, spanreplay.replay(trace_dir, parent) as run:
         supervisor()
     message = str(raised.value)
-    assert child in message and str(trace_dir) in message
+    assert child in message
+    assert str(trace_dir) in message
     assert raised.value.run_id == child
     assert real_calls == []
     assert run.outcome == "diverged"
