@@ -25,6 +25,7 @@ import typing as _typing
 
 from spanreplay import _accelerators
 from spanreplay._version import __version__
+from spanreplay.api.agents import agent
 from spanreplay.api.builtins import now, random, time, uuid4
 from spanreplay.api.checkpoints import checkpoint
 from spanreplay.api.loading import load, runs
@@ -155,6 +156,7 @@ __all__ = [
     "UnsafeTraceValueError",
     "UnservableOutputError",
     "__version__",
+    "agent",
     "boundary",
     "checkpoint",
     "configure",

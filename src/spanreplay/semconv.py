@@ -93,6 +93,7 @@ __all__ = [
     "JAEGER_SPAN_KIND",
     "KEY",
     "KIND",
+    "KIND_AGENT",
     "KIND_BRANCH",
     "KIND_CLOCK",
     "KIND_MARKER",
@@ -142,6 +143,7 @@ __all__ = [
     "RUN_FORKED_FROM",
     "RUN_ID",
     "RUN_MASKING",
+    "RUN_PARENT",
     "RUN_SPAN_PREFIX",
     "RUN_STATUS",
     "RUN_STATUS_CRASHED",
@@ -180,6 +182,9 @@ RUN_ID: Final = "spanreplay.run.id"
 RUN_STATUS: Final = "spanreplay.run.status"
 RUN_ERROR: Final = "spanreplay.run.error"
 RUN_FORKED_FROM: Final = "spanreplay.run.forked_from"
+# On a sub-agent's run (``record(agent=...)`` or ``@agent`` inside an open run): the id of
+# the run that opened it. The runs of one trace form a tree by it.
+RUN_PARENT: Final = "spanreplay.run.parent"
 # A fork's first step that ran live (its seq, equal to the parent run's up to there).
 RUN_FORKED_AT: Final = "spanreplay.run.forked_at"
 # The call ids of two boundaries made at the same time from one scope with no branch between
@@ -412,6 +417,9 @@ KIND_STATE: Final = "state_update"
 KIND_MARKER: Final = "marker"
 # Not a boundary: the call-id segment of a task or thread started in a run.
 KIND_BRANCH: Final = "branch"
+# Not nondeterminism: the step of a run that opened a sub-agent's run (key: the sub-agent's
+# name; output: ``{"run_id": ...}``). Replay serves that child run's steps at this point.
+KIND_AGENT: Final = "agent"
 
 
 def run_span_name(agent: str) -> str:

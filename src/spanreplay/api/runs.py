@@ -15,8 +15,10 @@ from typing import Any, TypeVar
 
 from spanreplay.model.events import EventLog
 from spanreplay.model.run_ids import new_run_id
+from spanreplay.recording.child_runs import ChildRecordingRun
 from spanreplay.recording.recording_run import RecordingRun
 from spanreplay.replaying.breakpoints import BreakAt
+from spanreplay.replaying.child_runs import ChildReplay, recorded_child, remember_source
 from spanreplay.replaying.effects import effect_attributes
 from spanreplay.replaying.forking_run import ForkingRun, fork
 from spanreplay.replaying.guard import DirectCallGuard
@@ -27,6 +29,7 @@ from spanreplay.run.base import (
     Outcome,
     Run,
     current_run,
+    current_run_var,
     joinable_run,
     run_for_boundary,
     set_process_run_factory,
@@ -60,8 +63,13 @@ __all__ = [
 def record(agent: str = "agent", run_id: str | None = None) -> Run:
     """Start recording a run: ``with spanreplay.record(agent="support") as run: ...``.
 
-    Inside an open replay (or fork), the run joins it instead (the block gets the
-    replaying run), so the same code serves both modes.
+    Inside an open recording, it opens a sub-agent's run: a child run of its own (its
+    own run id, ``spanreplay.run.parent`` naming the open run), whose run span is a
+    child of the open run's current span in the same trace; the open run records the
+    step that opened it. Inside an open replay (or fork), the run joins it instead (the
+    block gets the replaying run), so the same code serves both modes; where the
+    replayed recording opened a sub-agent's run, the block gets a replay of that child
+    run, read from the same source.
 
     Args:
         agent: the agent's name, shown in ``spanreplay runs`` and on the root span
@@ -70,7 +78,12 @@ def record(agent: str = "agent", run_id: str | None = None) -> Run:
     """
     open_run = joinable_run()
     if open_run is not None and open_run.serves_recorded:
+        if isinstance(open_run, ReplayingRun) and recorded_child(open_run, agent):
+            return ChildReplay(open_run, agent)
         return JoinedReplay(open_run)
+    inside = current_run_var.get()
+    if inside is not None and inside.records:
+        return ChildRecordingRun(inside, agent, run_id)
     return recording(agent, run_id)
 
 
@@ -95,7 +108,9 @@ def replay(  # noqa: PLR0913  public keyword options since 0.x; grouping them wo
 
     Args:
         source: a trace file, directory, glob, ``-`` for stdin, or an EventLog.
-        run_id: the run to replay; may be left out when the source holds one run.
+        run_id: the run to replay; may be left out when the source holds one run. A
+            sub-agent's run id replays the sub-agent alone, from its own steps; a parent's
+            replay serves its sub-agents' runs from the same source where it opened them.
         ignore_paths: JSON paths (``"messages[*].timestamp"``) left out of the
             input comparison.
         require_all_steps: raise LeftoverEventsError when the code ends before the
@@ -141,6 +156,8 @@ def replay(  # noqa: PLR0913  public keyword options since 0.x; grouping them wo
         overrides=overrides,
         live=live,
     )
+    if not isinstance(source, EventLog):
+        remember_source(run, source)  # its sub-agents' runs are read from there too
     if guard:
         run.guard = DirectCallGuard(run.run_id)
     return run

@@ -211,11 +211,15 @@ def flexible_width(total: int, rows: Sequence[Sequence[str]], flexible: int, *, 
     return min(cap, (total - used) // flexible)
 
 
-def print_runs(out: Console, found: list[RunSummary]) -> None:
-    """The runs as a table, or as blocks of lines where the terminal is too narrow for one."""
+def print_runs(out: Console, found: list[RunSummary], depths: list[int] | None = None) -> None:
+    """The runs as a table, or as blocks of lines where the terminal is too narrow for one.
+
+    ``depths`` (one per run) indents a sub-agent's run under the run that opened it.
+    """
+    indents = ["  " * (depth - 1) + "└ " if depth else "" for depth in depths or [0] * len(found)]
     rows = [
         [
-            printable(run.run_id),
+            indent + printable(run.run_id),
             printable(run.agent or "-"),
             printable(DAMAGED if run.damaged else run.status),
             str(run.steps),
@@ -225,7 +229,7 @@ def print_runs(out: Console, found: list[RunSummary]) -> None:
             f"{run.tokens:,}",
             _run_usd(run),
         ]
-        for run in found
+        for run, indent in zip(found, indents, strict=True)
     ]
     headers = ["run id", "agent", "status", "steps", "started", "duration", "model calls", "tokens", "USD"]
     room = flexible_width(out.width, [headers, *rows], 1, cap=120)

@@ -155,6 +155,7 @@ def span_to_run(span: SpanRecord) -> RunInfo:
         forked_from=attrs.get(sc.RUN_FORKED_FROM),
         masking=str(attrs[sc.RUN_MASKING]) if sc.RUN_MASKING in attrs else None,
         forked_at=_small_int(attrs.get(sc.RUN_FORKED_AT)),
+        parent=_parent(attrs.get(sc.RUN_PARENT)),
         origin=span.origin,
         gaps=concurrent_siblings_gap(attrs.get(sc.RUN_CONCURRENT_SIBLINGS)),
     )
@@ -171,6 +172,11 @@ def concurrent_siblings_gap(value: object) -> tuple[str, ...]:
         "so their call ids depend on timing and the replay may diverge there (start such work as "
         "tasks or threads spanreplay sees, or with an executor that copies the context)",
     )
+
+
+def _parent(value: object) -> str | None:
+    """The parent run id a sub-agent's run span names; None when it names none (or not as text)."""
+    return value if isinstance(value, str) and value else None
 
 
 def _small_int(value: object) -> int | None:

@@ -112,6 +112,8 @@ class RunInfo:
     masking: str | None = None
     # A fork's first step that ran live; None when every step was served (or not a fork).
     forked_at: int | None = None
+    # A sub-agent's run: the id of the run that opened it (None for a top-level run).
+    parent: str | None = None
     # Where the run span was read from ("{file}:{line}" from a trace file): replay looks
     # for the run's salt beside that file. Not part of the run's identity.
     origin: str = field(default="", compare=False)
@@ -156,6 +158,8 @@ class RunSummary:
     # spans, steps are missing, two recordings share its id); None when the listing
     # sees nothing that stops it loading. ``status`` stays what the recording says.
     damaged: str | None = None
+    # A sub-agent's run: the id of the run that opened it (None for a top-level run).
+    parent: str | None = None
 
     @property
     def started(self) -> datetime | None:
@@ -185,6 +189,7 @@ class RunSummary:
             "unpriced_calls": self.unpriced_calls,
             "calls_without_usage": self.calls_without_usage,
             "damaged": self.damaged,
+            "parent": self.parent,
         }
 
 

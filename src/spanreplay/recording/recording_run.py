@@ -61,7 +61,9 @@ class RecordingRun(Run):
 
     mode = Mode.RECORD
 
-    def __init__(self, agent: str, run_id: str | None = None, *, forked_from: str | None = None) -> None:
+    def __init__(
+        self, agent: str, run_id: str | None = None, *, forked_from: str | None = None, parent: str | None = None
+    ) -> None:
         if run_id is not None and not is_run_id(run_id):
             raise ConfigurationError(
                 f"Run id {run_id!r} cannot name a trace file; use letters, digits, '_', '.' and '-' "
@@ -82,6 +84,7 @@ class RecordingRun(Run):
                 )
         super().__init__(run_id or new_run_id(), self._names(agent))
         self.forked_from = forked_from
+        self.parent_run_id = parent  # a sub-agent's run: the id of the run that opened it
         self._span: trace.Span | None = None
         self._raise_internal_errors = False
         self._failed = False  # an internal failure was logged: log later ones quietly
@@ -126,6 +129,8 @@ class RecordingRun(Run):
             }
             if self.forked_from:
                 attributes[sc.RUN_FORKED_FROM] = self.forked_from
+            if self.parent_run_id:
+                attributes[sc.RUN_PARENT] = self.parent_run_id
             escape_names(attributes, sc.GEN_AI_AGENT_NAME)  # a name UTF-8 cannot hold would lose the span
             name = sc.run_span_name(attributes[sc.GEN_AI_AGENT_NAME])
             self._span = self._tracer.start_span(name, kind=SpanKind.INTERNAL, attributes=attributes)
@@ -178,7 +183,7 @@ class RecordingRun(Run):
                 status = sc.RUN_STATUS_OK if exc is None else sc.RUN_STATUS_ERROR
                 error = None if exc is None else self._names(type(exc).__qualname__)
                 ended = EndedRun(self.run_id, self.agent, status, error, steps, span)
-                settle_run(self._config, ended, forked=bool(self.forked_from))
+                settle_run(self._config, ended, forked=bool(self.forked_from or self.parent_run_id))
             except Exception:
                 self.internal_failure("apply the keep policy")
         if span is not None and isinstance(exc, Exception):  # not for Ctrl-C or sys.exit()
@@ -341,10 +346,12 @@ class RecordingRun(Run):
             sc.KEY: key,
             sc.SCHEMA: sc.SCHEMA_VERSION,
         }
+        if self.parent_run_id:  # a sub-agent's spans say which agent made them
+            constant[sc.GEN_AI_AGENT_NAME] = self.agent
         if kind == sc.KIND_TOOL:
             constant[sc.GEN_AI_OPERATION_NAME] = sc.OPERATION_EXECUTE_TOOL
             constant[sc.GEN_AI_TOOL_NAME] = key
-        escape_names(constant, *BOUNDARY_NAMES)
+        escape_names(constant, *BOUNDARY_NAMES, sc.GEN_AI_AGENT_NAME)
         boundary = (
             sc.boundary_span_name(constant[sc.KIND], constant[sc.KEY]),
             SpanKind.CLIENT if kind == sc.KIND_MODEL else SpanKind.INTERNAL,

@@ -432,5 +432,6 @@ def _summary(
         start_ns=info.start_ns,
         end_ns=info.end_ns,
         service_name=info.service_name,
+        parent=info.parent,
     )
     return summary, info.steps, unreadable
