@@ -136,6 +136,7 @@ __all__ = [
     "OUTPUT_VALUE",
     "PROVIDER_ANTHROPIC",
     "REPLAY_COMMAND",
+    "RUN_CONCURRENT_SIBLINGS",
     "RUN_ERROR",
     "RUN_FORKED_AT",
     "RUN_FORKED_FROM",
@@ -181,6 +182,9 @@ RUN_ERROR: Final = "spanreplay.run.error"
 RUN_FORKED_FROM: Final = "spanreplay.run.forked_from"
 # A fork's first step that ran live (its seq, equal to the parent run's up to there).
 RUN_FORKED_AT: Final = "spanreplay.run.forked_at"
+# The call ids of two boundaries made at the same time from one scope with no branch between
+# them (threads or tasks spanreplay did not see start): their ordinals depend on timing.
+RUN_CONCURRENT_SIBLINGS: Final = "spanreplay.run.concurrent_siblings"
 # How many boundaries the run started, written when it ends: lets readers spot lost spans.
 # How the run's payloads were masked ("off", "placeholders", "keyed:{key id}").
 RUN_MASKING: Final = "spanreplay.run.masking"

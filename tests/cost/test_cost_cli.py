@@ -322,7 +322,13 @@ def test_spans_of_another_instrumentation_outside_any_run_are_grouped_by_trace(t
     assert group["run"] == exporter.get_finished_spans()[0].context.trace_id.to_bytes(16, "big").hex()
     assert group["calls"] == 2
     assert group["usd"] == pytest.approx(2 * (1000 * 1.0 + 200 * 5.0) / MTOK)
-    assert cost_json(str(path))["groups"][0]["agent"] == "(outside runs)"
+    # Its agent is the one `spanreplay runs` lists the trace under: the instrumentation that made it.
+    listed = invoke("runs", str(path), "--json")
+    assert listed.exit_code == 0, listed.output
+    (run,) = json.loads(listed.stdout)
+    assert (run["run_id"], run["agent"]) == (group["run"], "genai")
+    assert group["agent"] == "genai"
+    assert cost_json(str(path))["groups"][0]["agent"] == "genai"
     assert report["outliers"] == []
 
 

@@ -271,8 +271,10 @@ def test_a_call_the_recording_lacks_raises_unexpected_call_naming_both_sides(tra
     attempted = _line(message, "Attempted")
     assert "clock 'now'" in attempted
     assert "clock:now#0" in attempted
-    # The headline names the recording's seq; the attempted side repeats no other number.
-    assert "after seq 1" in message
+    # The headline names the call's seq, as .seq does; the recorded side says where the recording ends;
+    # the attempted side repeats no other number.
+    assert "diverged at seq 2 " in message.split("\n", 1)[0]
+    assert "last step is seq 1" in _line(message, "Recorded")
     assert "seq" not in attempted
     assert run.outcome == "diverged"
 

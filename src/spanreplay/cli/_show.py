@@ -169,6 +169,9 @@ def _print_run(log: EventLog) -> None:
         header.add_row("forked from", Text(printable(run.forked_from) + at))
     if run.instrumentation:
         _foreign_rows(header, run)
+    else:
+        for gap in run.gaps:  # a recording that made concurrent siblings with no branch between them
+            header.add_row("may diverge", Text(printable(gap), style="yellow"))
     out.print(header)
     out.print()
     if not len(log):

@@ -31,6 +31,7 @@ from spanreplay.model import codec as _codec
 from spanreplay.model.spans import STATUS_ERROR, SpanRecord
 from spanreplay.model.usage import Usage, count_of, model_of, usage_of
 from spanreplay.sources import SpanSource, open_source
+from spanreplay.sources.foreign import foreign_summaries, is_foreign_span
 
 __all__ = ["CallCollector", "CallSource", "ModelCall", "RunFacts", "read_calls"]
 
@@ -130,6 +131,9 @@ class CallCollector:
         # run's steps (None: the trace holds spans of several runs).
         self._trace_runs: dict[str, str | None] = {}
         self._candidates: dict[tuple[str, str], SpanRecord] = {}
+        # Other instrumentations' model and tool spans outside any run: a trace of them is
+        # a run of its own, named and described as ``spanreplay runs`` lists it.
+        self._foreign: list[SpanRecord] = []
 
     def add(self, span: SpanRecord) -> None:
         attributes = span.attributes
@@ -140,6 +144,8 @@ class CallCollector:
         candidate = is_model or (sc.CALL_ID not in attributes and _looks_like_model_call(attributes))
         if run is None or candidate:
             self._parents[span.key] = (span.parent_span_id, run, is_model)
+            if run is None and is_foreign_span(span):
+                self._foreign.append(span)
         elif self._trace_runs.setdefault(span.trace_id, run) != run:
             self._trace_runs[span.trace_id] = None
         if run is not None and _codec.is_run_span(span):
@@ -159,6 +165,7 @@ class CallCollector:
         roots = self._roots
         runs = {run_id: _run_facts(run_id, root) for run_id, root in roots.items()}
         calls: list[ModelCall] = []
+        foreign: dict[str, RunFacts] | None = None
         for key, span in self._candidates.items():
             run_id = span.attributes.get(sc.RUN_ID)
             seq: int | None = None
@@ -173,10 +180,16 @@ class CallCollector:
                 if not isinstance(run_id, str):
                     # A trace outside any spanreplay run is a run of its own, named by its trace id.
                     run_id = owner or span.trace_id
+            if outside and run_id not in runs:
+                if foreign is None:
+                    foreign = self._foreign_runs()
+                found = foreign.get(run_id)
+                if found is not None:
+                    runs[run_id] = found
             if run_id not in roots:
                 # A crashed run (no root span) or a trace outside any run starts with its first call.
                 found = runs.get(run_id)
-                if found is None or (span.start_ns and span.start_ns < found.start_ns):
+                if found is None or (not found.agent and span.start_ns and span.start_ns < found.start_ns):
                     runs[run_id] = RunFacts(
                         run_id=run_id,
                         status="" if outside else sc.RUN_STATUS_CRASHED,
@@ -187,6 +200,21 @@ class CallCollector:
             calls.append(_call(run_id, seq, span))
         calls.sort(key=lambda c: (c.start_ns, c.run_id, c.seq or 0))
         return CallSource(name=name, runs=runs, calls=tuple(calls))
+
+    def _foreign_runs(self) -> dict[str, RunFacts]:
+        """The runs ``spanreplay runs`` makes of other instrumentations' traces: the same run id
+        (the trace id), agent (the instrumentations), status and start."""
+        return {
+            summary.run_id: RunFacts(
+                run_id=summary.run_id,
+                agent=summary.agent,
+                status=summary.status,
+                start_ns=summary.start_ns,
+                trace_id=summary.trace_id,
+                recorded=False,
+            )
+            for summary in foreign_summaries(self._foreign)
+        }
 
 
 def _looks_like_model_call(attributes: Mapping[str, Any]) -> bool:

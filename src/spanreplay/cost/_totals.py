@@ -159,7 +159,9 @@ def group_key(by: Grouping, priced: PricedCall, runs: Mapping[str, RunFacts]) ->
         return call.model
     if by == "agent":
         facts = runs.get(call.run_id)
-        if facts is not None and not facts.recorded:
+        if facts is not None and not facts.recorded and not facts.agent:
+            # Another instrumentation's trace is under the agent `spanreplay runs` lists it by
+            # (its instrumentations); calls that make no such run are outside runs.
             return OUTSIDE_RUNS
         return facts.agent if facts is not None and facts.agent else NO_AGENT
     moment = call.started or _run_start(runs.get(call.run_id))

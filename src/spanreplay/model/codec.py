@@ -156,6 +156,20 @@ def span_to_run(span: SpanRecord) -> RunInfo:
         masking=str(attrs[sc.RUN_MASKING]) if sc.RUN_MASKING in attrs else None,
         forked_at=_small_int(attrs.get(sc.RUN_FORKED_AT)),
         origin=span.origin,
+        gaps=concurrent_siblings_gap(attrs.get(sc.RUN_CONCURRENT_SIBLINGS)),
+    )
+
+
+def concurrent_siblings_gap(value: object) -> tuple[str, ...]:
+    """What a run that made two boundaries at once from one scope cannot promise (see
+    ``spanreplay.recording.concurrent_siblings``): () for a run that did not."""
+    if not isinstance(value, (list, tuple)) or not value:
+        return ()
+    ids = " and ".join(str(item) for item in value[:2])
+    return (
+        f"the recording made {ids} at the same time from one scope, with no branch between them, "
+        "so their call ids depend on timing and the replay may diverge there (start such work as "
+        "tasks or threads spanreplay sees, or with an executor that copies the context)",
     )
 
 

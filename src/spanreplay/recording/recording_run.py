@@ -28,6 +28,7 @@ from spanreplay.run.calls import Call
 
 from .alerts import run_failed, trace_location
 from .boundary_spans import BoundarySpan, BoundarySpans, checked
+from .concurrent_siblings import concurrent_siblings
 from .configuration import Settings, masker, settings
 from .content_attributes import mask_content_attributes
 from .input_checks import InputChecks
@@ -228,6 +229,9 @@ class RecordingRun(Run):
         """``call()`` once the call has its id, seq and masked key: run the sync function and record it."""
         kind = call.kind
         span, child = self._start(scope, call_id, seq, kind, key, call.input, call.attributes)
+        if scope.busy is not None:
+            concurrent_siblings(self, self._span, scope.busy, child)
+        scope.busy = child
         scope_token = current_scope_var.set(child)
         otel_token = otel_context.attach(child.context) if child.context is not None else None
         try:
@@ -236,6 +240,8 @@ class RecordingRun(Run):
             self.finish_boundary(span, kind, key, None, exc)
             raise
         finally:
+            if scope.busy is child:
+                scope.busy = None
             if otel_token is not None:
                 otel_context.detach(otel_token)
             current_scope_var.reset(scope_token)

@@ -102,7 +102,16 @@ class ReplayEngine:
     def _diverged(self, error: ReplayDivergenceError) -> ReplayDivergenceError:
         if self.first_failure is None:
             self.first_failure = error
+        self._note_gaps(error)
         return error
+
+    def _note_gaps(self, error: ReplayDivergenceError) -> None:
+        """Say what the recording itself said it cannot reproduce (concurrent siblings, a foreign trace's gaps)."""
+        gaps = self.log.run.gaps
+        if gaps:
+            error.add_note(
+                f"The recording of run {self.run_id} warned that it may not replay exactly: {'; '.join(gaps)}."
+            )
 
     @property
     def run_id(self) -> str:
@@ -198,10 +207,12 @@ class ReplayEngine:
                 attempted=attempted,
             )
         last = self.log.events[-1].seq if len(self.log) else 0
+        # The seq is the call's own, as in .seq, the caught-divergence note and `spanreplay check`;
+        # the recording's last step is said beside it.
         raise UnexpectedCallError(
-            f"Replay of run {self.run_id} diverged after seq {last}: the code made a call the "
-            f"recording does not have.\nRecorded: nothing more in this scope "
-            f"(run status {self.log.run.status})\nAttempted: {attempted}\n"
+            f"Replay of run {self.run_id} diverged at seq {seq} (call id {call_id}): the code made a "
+            f"call the recording does not have.\nRecorded: nothing more in this scope (the recording's "
+            f"last step is seq {last}, run status {self.log.run.status})\nAttempted: {attempted}\n"
             + (
                 "The recorded process died here (the run crashed), so the recording ends at this point."
                 if self.log.run.status == sc.RUN_STATUS_CRASHED
@@ -239,7 +250,7 @@ class ReplayEngine:
         first = left[0]
         listed = "\n".join(f"  {e.describe()}" for e in left[:10])
         more = f"\n  ... and {len(left) - 10} more" if len(left) > 10 else ""
-        raise LeftoverEventsError(
+        error = LeftoverEventsError(
             f"Replay of run {self.run_id} ended with {len(left)} recorded event(s) never asked "
             f"for, the first at seq {first.seq} (call id {first.call_id}).\n"
             f"Recorded: {first.describe()}\nAttempted: nothing more, the run ended\n"
@@ -252,6 +263,8 @@ class ReplayEngine:
             recorded=first.describe(),
             attempted=None,
         )
+        self._note_gaps(error)
+        raise error
 
     @property
     def served(self) -> int:

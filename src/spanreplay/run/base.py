@@ -75,7 +75,7 @@ class Outcome(enum.StrEnum):
 class Scope:
     """A call-id namespace: the run itself, or one boundary (for calls nested in it)."""
 
-    __slots__ = ("_counters", "call_id", "context", "run")
+    __slots__ = ("_counters", "busy", "call_id", "context", "run")
 
     def __init__(self, run: Run, call_id: str, context: otel_context.Context | None) -> None:
         self.run = run
@@ -83,6 +83,9 @@ class Scope:
         self.context = context
         # Made when a call is first started in this scope: most boundaries nest none.
         self._counters: dict[tuple[str, str], Iterator[int]] | None = None
+        # The scope of the sync boundary running from this scope now, if any (record mode):
+        # a second one made while it runs came from another thread with no branch between.
+        self.busy: Scope | None = None
 
     def next_call_id(self, kind: str, key: str) -> str:
         counters = self._counters

@@ -21,12 +21,16 @@ instrumentation does for its own context):
 - ``concurrent.futures.ThreadPoolExecutor.submit`` (and so ``map``,
   ``loop.run_in_executor`` and ``asyncio.to_thread``): the work runs in a copy of
   the submitting context; work already wrapped in ``Context.run`` keeps its own
-  context, which gets the branch.
+  context, which gets the branch (the innermost one where ``Context.run`` and
+  ``functools.partial`` wrap one another: an executor that copies the context
+  itself, given work already wrapped, as LangGraph runs its parallel nodes).
 
 While no run is open the wrappers only check a counter and call through. Event
 loops that do not derive from ``BaseEventLoop`` (uvloop) and thread pools of
 other libraries are not covered: work started there carries no branch, and work
 in a thread that carries no context at all is refused on replay (see ``_run``).
+When such work makes boundaries at the same time from one scope, the recording
+says so as it is made (``spanreplay.recording.concurrent_siblings``).
 """
 
 from __future__ import annotations
@@ -89,15 +93,29 @@ def _name(fn: Any) -> str:
 
 
 def _context_run_target(fn: Any, args: tuple[Any, ...]) -> tuple[contextvars.Context | None, Any]:
-    """The context work is already wrapped in (``ctx.run`` as the callable), and the real work."""
-    owner = getattr(fn, "__self__", None)
-    if isinstance(owner, contextvars.Context) and getattr(fn, "__name__", "") == "run":
-        return owner, args[0] if args else fn
-    if isinstance(fn, functools.partial):
-        owner = getattr(fn.func, "__self__", None)
-        if isinstance(owner, contextvars.Context) and getattr(fn.func, "__name__", "") == "run":
-            return owner, fn.args[0] if fn.args else fn
-    return None, fn
+    """The context work runs in when it is already wrapped in ``ctx.run``, and the real work.
+
+    Wrappings nest: an executor that copies the context itself (langchain's
+    ``ContextThreadPoolExecutor`` submits ``partial(copy_context().run, fn, ...)``) given
+    work already wrapped (LangGraph submits ``ctx.run``) runs ``outer.run(inner.run, work)``,
+    and the work sees only the innermost context. So the layers of ``functools.partial``
+    and ``Context.run`` are peeled to the last one: the branch is set in that context.
+    """
+    own: contextvars.Context | None = None
+    for _ in range(_MAX_LAYERS):
+        if isinstance(fn, functools.partial):
+            fn, args = fn.func, (*fn.args, *args)
+            continue
+        owner = getattr(fn, "__self__", None)
+        if args and isinstance(owner, contextvars.Context) and getattr(fn, "__name__", "") == "run":
+            own, fn, args = owner, args[0], args[1:]
+            continue
+        break
+    return own, fn
+
+
+# Layers of wrapping peeled at most: only bounds the walk.
+_MAX_LAYERS = 32
 
 
 def _wrap_create_task() -> None:
