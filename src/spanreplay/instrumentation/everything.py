@@ -12,7 +12,9 @@ logger = logging.getLogger("spanreplay")
 __all__ = ["ADAPTERS", "instrument_all"]
 
 # (the module a framework installs, the adapter's module, its instrumentor class).
-ADAPTERS: tuple[tuple[str, str, str], ...] = ()
+ADAPTERS: tuple[tuple[str, str, str], ...] = (
+    ("langchain_core", "spanreplay.instrumentation.langchain", "LangChainToolsInstrumentor"),
+)
 
 _instrumented: dict[str, Any] = {}
 
@@ -28,6 +30,9 @@ def instrument_all() -> dict[str, Any]:
     """
     from spanreplay.instrumentation.anthropic import instrument_anthropic
 
+    # One undone with .uninstrument() since is instrumented again.
+    for name in [name for name, done in _instrumented.items() if not done.is_instrumented_by_opentelemetry]:
+        del _instrumented[name]
     if importlib.util.find_spec("anthropic") is not None and "anthropic" not in _instrumented:
         _instrumented["anthropic"] = instrument_anthropic()
     for package, module, class_name in ADAPTERS:

@@ -15,7 +15,12 @@ from spanreplay.run.base import BoundaryCall, Run, run_for_boundary
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-__all__ = ["tool"]
+__all__ = ["RECORDED_TOOL", "tool"]
+
+# Set on every function ``@spanreplay.tool`` returns: a framework adapter that finds it
+# on the function a framework's tool runs leaves the recording to the decorator, so
+# the call is recorded once.
+RECORDED_TOOL = "__spanreplay_tool__"
 
 # Parameters that identify the receiver, not the call: left out of the input.
 _RECEIVERS = frozenset({"self", "cls"})
@@ -110,6 +115,7 @@ def tool(fn: F | None = None, /, *, name: str | None = None, effect: bool = Fals
                 call = _call(run, key, bound, functools.partial(func, *args, **kwargs), decode, attributes)
                 return await run.call_async(call)
 
+            setattr(async_wrapper, RECORDED_TOOL, True)
             return async_wrapper  # type: ignore[return-value]
 
         @functools.wraps(func)
@@ -121,6 +127,7 @@ def tool(fn: F | None = None, /, *, name: str | None = None, effect: bool = Fals
             decode = (resolved[0] if resolved else decoder()) if run.serves_recorded else None
             return run.call(_call(run, key, bound, functools.partial(func, *args, **kwargs), decode, attributes))
 
+        setattr(wrapper, RECORDED_TOOL, True)
         return wrapper  # type: ignore[return-value]
 
     return decorate(fn) if fn is not None else decorate
