@@ -96,6 +96,7 @@ __all__ = [
     "KIND_BRANCH",
     "KIND_CLOCK",
     "KIND_MARKER",
+    "KIND_MCP",
     "KIND_MODEL",
     "KIND_RANDOM",
     "KIND_STATE",
@@ -116,6 +117,9 @@ __all__ = [
     "LLM_TOOLS",
     "LLM_TOOL_JSON_SCHEMA",
     "MASKED_SUFFIX",
+    "MCP_DISCOVER",
+    "MCP_INITIALIZE",
+    "MCP_TOOLS_LIST",
     "OPENINFERENCE_SPAN_KIND",
     "OPENTRACING_REF_TYPE",
     "OPERATION_CHAT",
@@ -408,6 +412,14 @@ KIND_STATE: Final = "state_update"
 KIND_MARKER: Final = "marker"
 # Not a boundary: the call-id segment of a task or thread started in a run.
 KIND_BRANCH: Final = "branch"
+
+# --- MCP client sessions (spanreplay.instrumentation.mcp) -------------------------------
+# A request of an MCP session that is not a tool call (its handshake, its tool listing):
+# kind ``mcp``, key the JSON-RPC method. A tool call is kind ``tool``, keyed by the tool.
+KIND_MCP: Final = "mcp"
+MCP_INITIALIZE: Final = "initialize"
+MCP_DISCOVER: Final = "server/discover"
+MCP_TOOLS_LIST: Final = "tools/list"
 
 
 def run_span_name(agent: str) -> str:
