@@ -97,6 +97,7 @@ __all__ = [
     "KIND_BRANCH",
     "KIND_CLOCK",
     "KIND_MARKER",
+    "KIND_MCP",
     "KIND_MODEL",
     "KIND_RANDOM",
     "KIND_STATE",
@@ -117,6 +118,9 @@ __all__ = [
     "LLM_TOOLS",
     "LLM_TOOL_JSON_SCHEMA",
     "MASKED_SUFFIX",
+    "MCP_DISCOVER",
+    "MCP_INITIALIZE",
+    "MCP_TOOLS_LIST",
     "OPENINFERENCE_SPAN_KIND",
     "OPENTRACING_REF_TYPE",
     "OPERATION_CHAT",
@@ -420,6 +424,14 @@ KIND_BRANCH: Final = "branch"
 # Not nondeterminism: the step of a run that opened a sub-agent's run (key: the sub-agent's
 # name; output: ``{"run_id": ...}``). Replay serves that child run's steps at this point.
 KIND_AGENT: Final = "agent"
+
+# --- MCP client sessions (spanreplay.instrumentation.mcp) -------------------------------
+# A request of an MCP session that is not a tool call (its handshake, its tool listing):
+# kind ``mcp``, key the JSON-RPC method. A tool call is kind ``tool``, keyed by the tool.
+KIND_MCP: Final = "mcp"
+MCP_INITIALIZE: Final = "initialize"
+MCP_DISCOVER: Final = "server/discover"
+MCP_TOOLS_LIST: Final = "tools/list"
 
 
 def run_span_name(agent: str) -> str:

@@ -14,6 +14,7 @@ __all__ = ["ADAPTERS", "instrument_all"]
 # (the module a framework installs, the adapter's module, its instrumentor class).
 ADAPTERS: tuple[tuple[str, str, str], ...] = (
     ("langchain_core", "spanreplay.instrumentation.langchain", "LangChainToolsInstrumentor"),
+    ("mcp", "spanreplay.instrumentation.mcp", "McpInstrumentor"),
 )
 
 _instrumented: dict[str, Any] = {}
