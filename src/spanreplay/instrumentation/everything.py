@@ -12,7 +12,9 @@ logger = logging.getLogger("spanreplay")
 __all__ = ["ADAPTERS", "instrument_all"]
 
 # (the module a framework installs, the adapter's module, its instrumentor class).
-ADAPTERS: tuple[tuple[str, str, str], ...] = ()
+ADAPTERS: tuple[tuple[str, str, str], ...] = (
+    ("pydantic_ai", "spanreplay.instrumentation.pydantic_ai", "PydanticAIToolsInstrumentor"),
+)
 
 _instrumented: dict[str, Any] = {}
 
