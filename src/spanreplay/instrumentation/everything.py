@@ -30,6 +30,9 @@ def instrument_all() -> dict[str, Any]:
     """
     from spanreplay.instrumentation.anthropic import instrument_anthropic
 
+    for name, instrumentor in list(_instrumented.items()):
+        if not instrumentor.is_instrumented_by_opentelemetry:
+            del _instrumented[name]  # uninstrumented since: the next call instruments it again
     if importlib.util.find_spec("anthropic") is not None and "anthropic" not in _instrumented:
         _instrumented["anthropic"] = instrument_anthropic()
     for package, module, class_name in ADAPTERS:
