@@ -162,6 +162,42 @@ def test_await_run_replays_offline(server: MessagesAPIServer, trace_dir: Path, i
     assert support.calls == []
 
 
+def test_parallel_tool_calls_of_one_response_replay_in_their_own_places(
+    server: MessagesAPIServer, trace_dir: Path, instrumented: None
+) -> None:
+    support = SupportAgent(server)
+    server.script(
+        reply(
+            tool_use("lookup_order", {"order_id": "A-17"}, "toolu_1"),
+            tool_use("shipping_eta", {"carrier": "DHL"}, "toolu_2"),
+            tool_use("shipping_eta", {"carrier": "UPS"}, "toolu_3"),
+        ),
+        reply(text(ANSWER)),
+    )
+    with spanreplay.record() as run:
+        recorded = support.agent.run_sync("Where is my order A-17?")
+    server.stop()
+    assert len(support.calls) == 3
+    tools = [event for event in spanreplay.load(trace_dir, run.run_id) if event.kind == "tool"]
+    assert sorted((event.key, str(event.input)) for event in tools) == [
+        ("lookup_order", "{'order_id': 'A-17'}"),
+        ("shipping_eta", "{'carrier': 'DHL'}"),
+        ("shipping_eta", "{'carrier': 'UPS'}"),
+    ]
+
+    support.calls.clear()
+    with spanreplay.replay(trace_dir, run.run_id) as replaying:
+        replayed = support.agent.run_sync("Where is my order A-17?")
+    assert replaying.outcome == "completed"
+    assert support.calls == []
+    assert outcomes(replayed.all_messages()) == outcomes(recorded.all_messages())
+    assert [content for _, _, content, _ in outcomes(replayed.all_messages())] == [
+        Order(order_id="A-17", status="shipped", items=["kettle"]),
+        Eta(carrier="DHL", days=2),
+        Eta(carrier="UPS", days=2),
+    ]
+
+
 def test_a_changed_tool_argument_diverges_at_the_tool_step(
     server: MessagesAPIServer, trace_dir: Path, instrumented: None
 ) -> None:

@@ -18,8 +18,7 @@ works untouched.
 
 from __future__ import annotations
 
-from spanreplay.instrumentation._framework import FrameworkInstrumentor
-
+from .._framework import FrameworkInstrumentor
 from ._call_tool import call_tool
 
 __all__ = ["PydanticAIToolsInstrumentor"]

@@ -10,9 +10,10 @@ from typing import Any
 from pydantic_core import to_jsonable_python
 
 from spanreplay import semconv as sc
-from spanreplay.instrumentation.tools import tool as _decorator
 from spanreplay.model.typed_hints import ReturnDecoder
 from spanreplay.run.base import BoundaryCall, run_for_boundary
+
+from ..tools import tool as _decorator
 
 __all__ = ["call_tool", "tool_input"]
 
