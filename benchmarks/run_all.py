@@ -35,6 +35,7 @@ BENCHMARKS = (
     "bench_anthropic.py",  # needs vcrpy (the bench extra)
     "bench_check.py",
     "bench_error_rebuild.py",
+    "bench_pydantic_ai.py",  # needs pydantic-ai-slim (the pydantic-ai extra)
 )
 
 

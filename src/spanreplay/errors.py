@@ -55,7 +55,6 @@ __all__ = [
     "UnfinishedEffectError",
     "UnsafeTraceValueError",
     "UnservableOutputError",
-    "UnservableValue",
 ]
 
 

@@ -15,6 +15,7 @@ __all__ = ["ADAPTERS", "instrument_all"]
 ADAPTERS: tuple[tuple[str, str, str], ...] = (
     ("langchain_core", "spanreplay.instrumentation.langchain", "LangChainToolsInstrumentor"),
     ("mcp", "spanreplay.instrumentation.mcp", "McpInstrumentor"),
+    ("pydantic_ai", "spanreplay.instrumentation.pydantic_ai", "PydanticAIToolsInstrumentor"),
 )
 
 _instrumented: dict[str, Any] = {}
