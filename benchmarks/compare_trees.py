@@ -7,7 +7,8 @@ BEFORE_SRC and AFTER_SRC are ``src`` folders (of a git worktree at each commit).
 round runs every benchmark once per tree, in a fresh interpreter with that tree first on
 ``PYTHONPATH``, alternating which tree goes first, so a busy moment of the machine hits
 both alike. The figures compared are the benchmarks' own ratios against their in-process
-baselines (a bare OTel span, ...): the medians over the rounds, and after/before.
+baselines (a bare OTel span, ...) and their per-call times (run side by side, so a slow
+moment of the machine hits both trees alike): the medians over the rounds, and after/before.
 """
 
 from __future__ import annotations
@@ -26,16 +27,16 @@ DEFAULT = ("bench_record.py", "bench_replay.py")
 
 
 def run(script: str, src: Path, quick: bool) -> dict[str, float]:
-    """The ``x`` (ratio) figures one benchmark prints, run against the tree at ``src``."""
+    """The ratio (``x``) and per-call (``us/call``) figures one benchmark prints, run against the tree at ``src``."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(src), os.environ.get("PYTHONPATH", "")])}
     command = [sys.executable, str(HERE / script), "--json", *(["--quick"] if quick else [])]
     done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
     if done.returncode != 0:
         raise SystemExit(f"{script} failed against {src} (exit {done.returncode}):\n{done.stderr}")
     return {
-        f"{item['benchmark']}: {item['metric']}": item["value"]
+        f"{item['benchmark']}: {item['metric']} ({item['unit']})": item["value"]
         for item in json.loads(done.stdout)
-        if item["unit"] == "x"
+        if item["unit"] in ("x", "us/call") and item["value"] == item["value"]  # NaN: a peer not installed
     }
 
 
@@ -60,13 +61,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                     figures.setdefault(metric, {"before": [], "after": []})[name].append(value)
 
     width = max(map(len, figures), default=10)
-    print(f"{'ratio':<{width}}  {'before':>8}  {'after':>8}  {'after/before':>12}")
+    print(f"{'figure':<{width}}  {'before':>9}  {'after':>9}  {'after/before':>12}")
     for metric, sides in figures.items():
         if not sides["before"] or not sides["after"]:
             continue
         before, after = statistics.median(sides["before"]), statistics.median(sides["after"])
         change = after / before if before else float("nan")
-        print(f"{metric:<{width}}  {before:>7.3f}x  {after:>7.3f}x  {change:>11.3f}x")
+        print(f"{metric:<{width}}  {before:>9.3f}  {after:>9.3f}  {change:>11.3f}x")
     return 0
 
 

@@ -11,7 +11,7 @@ from spanreplay import semconv as sc
 from spanreplay.model.tool_links import answered
 from spanreplay.model.typed_hints import ReturnDecoder
 from spanreplay.replaying.effects import EFFECT_ATTRIBUTES
-from spanreplay.run.base import BoundaryCall, Run, run_for_boundary
+from spanreplay.run.base import BoundaryCall, run_for_boundary
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -112,8 +112,10 @@ def tool(fn: F | None = None, /, *, name: str | None = None, effect: bool = Fals
                     return await func(*args, **kwargs)
                 bound = bind(args, kwargs)
                 decode = (resolved[0] if resolved else decoder()) if run.serves_recorded else None
-                call = _call(run, key, bound, functools.partial(func, *args, **kwargs), decode, attributes)
-                return await run.call_async(call)
+                linked = _linked(attributes, answered(run, key, bound)) if run.records else attributes
+                return await run.call_async(
+                    BoundaryCall(sc.KIND_TOOL, key, bound, functools.partial(func, *args, **kwargs), decode, linked)
+                )
 
             setattr(async_wrapper, RECORDED_TOOL, True)
             return async_wrapper  # type: ignore[return-value]
@@ -125,29 +127,16 @@ def tool(fn: F | None = None, /, *, name: str | None = None, effect: bool = Fals
                 return func(*args, **kwargs)
             bound = bind(args, kwargs)
             decode = (resolved[0] if resolved else decoder()) if run.serves_recorded else None
-            return run.call(_call(run, key, bound, functools.partial(func, *args, **kwargs), decode, attributes))
+            # A recording links the call to the tool_use block of the model's last response it answers.
+            linked = _linked(attributes, answered(run, key, bound)) if run.records else attributes
+            return run.call(
+                BoundaryCall(sc.KIND_TOOL, key, bound, functools.partial(func, *args, **kwargs), decode, linked)
+            )
 
         setattr(wrapper, RECORDED_TOOL, True)
         return wrapper  # type: ignore[return-value]
 
     return decorate(fn) if fn is not None else decorate
-
-
-def _call(
-    run: Run,
-    key: str,
-    bound: dict[str, Any],
-    function: Callable[[], Any],
-    decode: ReturnDecoder | None,
-    attributes: dict[str, Any] | None,
-) -> BoundaryCall:
-    """The boundary call of one tool call; a run that records it links it to the tool_use it answers."""
-    if run.records:
-        # The tool_use block of the model's last response this call answers, if one does.
-        attributes = _linked(attributes, answered(run, key, bound))
-    return BoundaryCall(
-        kind=sc.KIND_TOOL, key=key, input=bound, function=function, decode=decode, attributes=attributes
-    )
 
 
 def _linked(attributes: dict[str, Any] | None, links: dict[str, Any] | None) -> dict[str, Any] | None:

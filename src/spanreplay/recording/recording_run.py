@@ -59,6 +59,8 @@ _MASKING_FAILED: Final = '[{"path":"$","rule":"masking_failed"}]'
 class RecordingRun(Run):
     """A run in record mode: real work runs, each boundary becomes a span."""
 
+    records = True
+
     mode = Mode.RECORD
 
     def __init__(
@@ -206,10 +208,6 @@ class RecordingRun(Run):
             what,
             self.run_id,
         )
-
-    @property
-    def records(self) -> bool:
-        return True
 
     def end_note(self, raised: BaseException | None) -> str | None:
         # Nothing else names an ok run to the person who started the program; a failed one's

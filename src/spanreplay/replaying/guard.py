@@ -148,19 +148,6 @@ class DirectCallGuard:
         threading.setprofile(hook)
         return True
 
-    def unwatched(self, serve: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
-        """``serve(*args, **kwargs)`` with the hook off while it runs: spanreplay's own serving of a boundary.
-
-        Serving a boundary makes a few hundred calls of spanreplay's own, each an event for
-        the hook that it would only filter out; pausing it there is most of the guard's cost.
-        """
-        previous = sys.getprofile()
-        sys.setprofile(None)
-        try:
-            return serve(*args, **kwargs)
-        finally:
-            sys.setprofile(previous)
-
     def stop(self) -> None:
         """Remove the hook; never raises. Threads started during the run drop it on their next call."""
         self._active.clear()

@@ -252,6 +252,11 @@ class Run:
     # replay, a fork before it goes live), which come back with the types they had.
     # A record() opened inside such a run joins it rather than recording a run of its own.
     serves_recorded: bool = False
+    # Whether the run writes its boundaries as spans (a recording, a fork); a replay writes
+    # none. Span attributes that cost something to make (request attributes, a tool's link
+    # to the model response it answers) are worth making only then. A class attribute, not
+    # a property: a boundary reads it on every call.
+    records: bool = False
     # Tasks and threads started in the run get branch scopes of their own (see _branches);
     # False only when replaying a run recorded before branches existed.
     branches: bool = True
@@ -274,15 +279,6 @@ class Run:
         return f"<{type(self).__name__} {self.run_id} mode={self.mode.value}>"
 
     # -- what the run does ----------------------------------------------------
-
-    @property
-    def records(self) -> bool:
-        """Whether the run writes its boundaries as spans (a recording, a fork); a replay writes none.
-
-        Span attributes that cost something to make (request attributes, a tool's
-        link to the model response it answers) are worth making only then.
-        """
-        return False
 
     @property
     def replayed_log(self) -> EventLog | None:
@@ -314,7 +310,7 @@ class Run:
         attributes: dict[str, Any] | None = None,
     ) -> T:
         """Run ``fn`` as boundary ``kind``/``key`` of this run; see ``spanreplay.boundary``."""
-        call = BoundaryCall(kind=kind, key=key, input=input, function=fn, decode=decode, attributes=attributes)
+        call = BoundaryCall(kind, key, input, fn, decode, attributes)  # by position: see BoundaryCall
         return cast(T, self.call_async(call) if is_async(fn) else self.call(call))
 
     def call(self, call: BoundaryCall) -> Any:
@@ -376,7 +372,10 @@ class Run:
         when the boundary is called, not when its work runs or completes: sibling
         tasks of one gather() get their ordinals in call order.
         """
-        scope = self._scope()
+        # _scope(), inline: every boundary of every kind of run passes here.
+        scope = current_scope_var.get()
+        if scope is None or scope.run is not self:
+            scope = self.root
         key = self._names(key)
         return scope, key, scope.next_call_id(kind, key), next(self._seq)
 

@@ -21,7 +21,11 @@ __all__ = ["BoundaryCall", "Decoder"]
 Decoder = Callable[[Any], Any]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+# Neither frozen nor keyword-only: one BoundaryCall is made per boundary, and on the
+# replay path a frozen dataclass (each field set through object.__setattr__) or keyword
+# matching costs as much as the lookup of the recorded step. No run changes a call it is
+# handed; the hot callers (``@tool``, ``boundary()``) pass the fields by position.
+@dataclass(slots=True)
 class BoundaryCall:
     """One call of boundary ``kind``/``key``, handed to ``Run.call()`` or ``Run.call_async()``.
 
