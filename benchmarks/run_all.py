@@ -35,6 +35,8 @@ BENCHMARKS = (
     "bench_anthropic.py",  # needs vcrpy (the bench extra)
     "bench_check.py",
     "bench_error_rebuild.py",
+    "bench_langchain.py",  # needs langchain-core (the langchain extra)
+    "bench_mcp.py",  # needs mcp (the mcp extra)
     "bench_pydantic_ai.py",  # needs pydantic-ai-slim (the pydantic-ai extra)
 )
 
