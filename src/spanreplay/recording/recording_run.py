@@ -23,7 +23,7 @@ from spanreplay.model.escaped_names import BOUNDARY_NAMES, escape_names
 from spanreplay.model.input_refs import InputHistory
 from spanreplay.model.payloads import add_payload, encode_error_record, encode_input
 from spanreplay.model.run_ids import is_run_id, new_run_id
-from spanreplay.run.base import BoundaryCall, Mode, Run, Scope, current_scope_var
+from spanreplay.run.base import BoundaryCall, Mode, Run, Scope, current_scope_var, inside_itself
 from spanreplay.run.calls import Call
 
 from .alerts import run_failed, trace_location
@@ -221,10 +221,15 @@ class RecordingRun(Run):
         return f"spanreplay: run {self.run_id} {ended}; {trace_location(self.run_id)}"
 
     def call(self, call: BoundaryCall) -> Any:
+        if inside_itself(self, call.kind, call.key):
+            return call.function()
         scope, key, call_id, seq = self._next_call(call.kind, call.key)
         return self.record_call(scope, call_id, seq, key, call)
 
     def call_async(self, call: BoundaryCall) -> Awaitable[Any]:
+        if inside_itself(self, call.kind, call.key):
+            awaitable: Awaitable[Any] = call.function()
+            return awaitable
         scope, key, call_id, seq = self._next_call(call.kind, call.key)
         return self.record_call_async(scope, call_id, seq, key, call)
 

@@ -133,14 +133,19 @@ class ReplayingRun(Run):
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        if self.guard is None:
-            return self._exit(exc)
-        self.guard.stop()
-        self._watching = None
+        held = _held_in(exc, self.engine.first_failure)
+        if self.guard is not None:
+            self.guard.stop()
+            self._watching = None
         try:
-            return self._exit(exc)
+            self._exit(held)
         finally:
-            self.guard.warn()  # after the hook is gone, whatever the outcome: the reads may be its cause
+            if self.guard is not None:
+                self.guard.warn()  # after the hook is gone, whatever the outcome: the reads may be its cause
+        if held is not exc:
+            # A task group (anyio, asyncio) carried the divergence out of the task that met it:
+            # the code did not catch it, and the replay ends with it, the group as its context.
+            raise cast(BaseException, held)
 
     def _exit(self, exc: BaseException | None) -> None:
         self._deactivate()
@@ -337,6 +342,17 @@ class ReplayingRun(Run):
             return str(record["message"])
         masked = self._masking.mask("run", self.agent, record, part="error").value
         return str(masked.get("message", "")) if isinstance(masked, dict) else str(masked)
+
+
+def _held_in(exc: BaseException | None, first: BaseException | None) -> BaseException | None:
+    """The exception of group ``exc`` (at any depth) that is ``first`` or raised from it, else ``exc``."""
+    if first is None or not isinstance(exc, BaseExceptionGroup):
+        return exc
+    for inner in exc.exceptions:
+        found = _held_in(inner, first)
+        if found is first or _raised_from(found, first):
+            return found
+    return exc
 
 
 def _raised_from(exc: BaseException | None, first: BaseException) -> bool:

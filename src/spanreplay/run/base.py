@@ -51,6 +51,7 @@ __all__ = [
     "Run",
     "Scope",
     "current_run",
+    "inside_itself",
     "run_for_boundary",
     "set_process_run_factory",
 ]
@@ -203,6 +204,19 @@ def _start_branch(name: str) -> Callable[[], object] | None:
     if not run.branches:
         return _same_scope
     return functools.partial(current_scope_var.set, run._scope().branch(name))
+
+
+def inside_itself(run: Run, kind: str, key: str) -> bool:
+    """Whether the calling code runs inside boundary ``kind``/``key`` of ``run`` itself.
+
+    A boundary made inside the same boundary (a LangChain tool whose body calls the MCP
+    tool of its name, each instrumented) is one step: the outer one records it, and its
+    replay serves it whole, so the inner one is never asked for.
+    """
+    scope = current_scope_var.get()
+    if scope is None or scope.run is not run or not scope.call_id:
+        return False
+    return scope.call_id.rpartition("/")[2].startswith(f"{kind}:{key}#")
 
 
 def joinable_run() -> Run | None:
