@@ -1,12 +1,9 @@
-"""Masked inputs made comparable exactly in a run masked without a key, through the run's salt.
+"""The recording half of the exact checks of masked inputs, in a run masked without a key.
 
-Recording (this module): a run masked without a key gets a salt (``_salts``), and every input
-masked at a place a key would pseudonymize carries ``spanreplay.input.checks``
-(``masking/_place_checks``). Replay (``spanreplay.replaying.input_checks``): each call served is checked place by place
-against them, so code that now emails another customer diverges even though both
-addresses mask to ``<email>``. Without the salt file (a run read from Postgres, a
-backend, an export) masked values are compared by kind, as the placeholders say,
-and the replay warns once.
+Such a run gets a salt (``run/salts.py``), and every input masked at a place a key
+would pseudonymize carries ``spanreplay.input.checks`` (``masking/_place_checks``):
+salted digests of the values that masking hid, which the replay side
+(``spanreplay.replaying.input_checks``) compares place by place.
 """
 
 from __future__ import annotations

@@ -1,12 +1,10 @@
-"""Masked inputs compared exactly on replay, in a run masked without a key, through the run's salt.
+"""The replay half of the exact checks of masked inputs, in a run masked without a key.
 
-Recording (``spanreplay.recording.input_checks``): a run masked without a key gets a salt (``_salts``), and every input
-masked at a place a key would pseudonymize carries ``spanreplay.input.checks``
-(``masking/_place_checks``). Replay (this module): each call served is checked place by place
-against them, so code that now emails another customer diverges even though both
-addresses mask to ``<email>``. Without the salt file (a run read from Postgres, a
-backend, an export) masked values are compared by kind, as the placeholders say,
-and the replay warns once.
+Each call served is checked place by place against the salted digests the recording
+wrote (``spanreplay.recording.input_checks``), so code that now emails another
+customer diverges even though both addresses mask to ``<email>``. Without the salt
+file (a run read from Postgres, a backend, an export) masked values are compared by
+kind, as the placeholders say, and the replay warns once.
 """
 
 from __future__ import annotations
