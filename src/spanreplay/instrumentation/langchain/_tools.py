@@ -13,6 +13,7 @@ from spanreplay.run.base import BoundaryCall, Run, run_for_boundary
 
 from .._framework import FrameworkInstrumentor
 from ..tools import RECORDED_TOOL
+from ._executor import EXECUTOR_MODULE, map_through_submit
 
 __all__ = ["LangChainToolsInstrumentor"]
 
@@ -102,7 +103,12 @@ class LangChainToolsInstrumentor(FrameworkInstrumentor):
     supported = "langchain-core >= 1.8, < 2"
     extra = "langchain"
     what = "LangChain and LangGraph tool calls"
-    wraps = ((_MODULE, "BaseTool.run", _run), (_MODULE, "BaseTool.arun", _arun))
+    wraps = (
+        (_MODULE, "BaseTool.run", _run),
+        (_MODULE, "BaseTool.arun", _arun),
+        # So that parallel tool calls (ToolNode's) are branches of their own: see _executor.
+        (EXECUTOR_MODULE, "ContextThreadPoolExecutor.map", map_through_submit),
+    )
 
     def _instrument(self, **kwargs: Any) -> None:
         _register_outputs()
