@@ -25,7 +25,10 @@ from wrapt import wrap_function_wrapper
 
 logger = logging.getLogger("spanreplay")
 
-__all__ = ["FrameworkInstrumentor", "range_problem"]
+__all__ = ["FrameworkInstrumentor", "Wraps", "range_problem", "unwrap_all", "wrap_all"]
+
+# (module, attribute path, wrapper): every wrap point, for instrument and uninstrument alike.
+Wraps = tuple[tuple[str, str, Any], ...]
 
 
 def range_problem(supported: str, *, what: str, extra: str) -> str | None:
@@ -56,7 +59,7 @@ class FrameworkInstrumentor(BaseInstrumentor):  # type: ignore[misc]
     #: What goes unrecorded when it cannot run, for the log line ("MCP tool calls").
     what: str = ""
     #: (module, attribute path, wrapper): every wrap point, for instrument and uninstrument alike.
-    wraps: tuple[tuple[str, str, Any], ...] = ()
+    wraps: Wraps = ()
 
     def instrumentation_dependencies(self) -> Collection[str]:
         return (self.supported,)
@@ -72,13 +75,23 @@ class FrameworkInstrumentor(BaseInstrumentor):  # type: ignore[misc]
         return super().instrument(**kwargs)
 
     def _instrument(self, **kwargs: Any) -> None:
-        for module, name, wrapper in self.wraps:
-            wrap_function_wrapper(module, name, wrapper)
+        wrap_all(self.wraps)
 
     def _uninstrument(self, **kwargs: Any) -> None:
-        for module, name, _ in self.wraps:
-            owner: Any = importlib.import_module(module)
-            *path, attribute = name.split(".")
-            for part in path:
-                owner = getattr(owner, part)
-            unwrap(owner, attribute)
+        unwrap_all(self.wraps)
+
+
+def wrap_all(wraps: Wraps) -> None:
+    """Wrap every ``(module, "Class.method", wrapper)`` point."""
+    for module, name, wrapper in wraps:
+        wrap_function_wrapper(module, name, wrapper)
+
+
+def unwrap_all(wraps: Wraps) -> None:
+    """Put back what ``wrap_all(wraps)`` wrapped."""
+    for module, name, _ in wraps:
+        owner: Any = importlib.import_module(module)
+        *path, attribute = name.split(".")
+        for part in path:
+            owner = getattr(owner, part)
+        unwrap(owner, attribute)

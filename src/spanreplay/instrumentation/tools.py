@@ -15,12 +15,21 @@ from spanreplay.run.base import BoundaryCall, run_for_boundary
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-__all__ = ["RECORDED_TOOL", "tool"]
+__all__ = ["RECORDED_TOOL", "is_recorded_tool", "tool"]
 
 # Set on every function ``@spanreplay.tool`` returns: a framework adapter that finds it
 # on the function a framework's tool runs leaves the recording to the decorator, so
 # the call is recorded once.
 RECORDED_TOOL = "__spanreplay_tool__"
+
+
+def is_recorded_tool(function: object) -> bool:
+    """Whether ``function`` is a ``@spanreplay.tool`` wrapper, which records its calls itself.
+
+    A framework adapter that meets one leaves the call to it, so the call is recorded once.
+    """
+    return bool(getattr(function, RECORDED_TOOL, False))
+
 
 # Parameters that identify the receiver, not the call: left out of the input.
 _RECEIVERS = frozenset({"self", "cls"})

@@ -22,15 +22,14 @@ from collections.abc import Collection, Mapping
 from typing import Any
 
 from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
-from opentelemetry.instrumentation.utils import unwrap
 from packaging.requirements import Requirement
-from wrapt import wrap_function_wrapper
 
 from spanreplay._accelerators import preflight
 from spanreplay._environment import environment
 from spanreplay.model.error_records import register_error_fields, register_error_rebuilder
 from spanreplay.run.base import current_run
 
+from .._framework import Wraps, unwrap_all, wrap_all
 from . import _direct as _direct  # registers the direct accelerator before the preflight
 from . import _overrides as _overrides  # registers how a model call's override is served
 from . import _wrappers
@@ -54,7 +53,7 @@ SUPPORTED = "anthropic >= 2.0, < 3"
 
 _BASE = "anthropic._base_client"
 # (module, attribute path, wrapper): every wrap point, for instrument and uninstrument alike.
-_WRAPS: tuple[tuple[str, str, Any], ...] = (
+_WRAPS: Wraps = (
     (_BASE, "SyncAPIClient.post", _wrappers.post_sync),
     (_BASE, "AsyncAPIClient.post", _wrappers.post_async),
     (_BASE, "SyncAPIClient.request", _wrappers.request_sync),
@@ -177,8 +176,7 @@ class AnthropicInstrumentor(BaseInstrumentor):  # type: ignore[misc]
         table = kwargs.get("prices")
         if table:
             set_prices(table)
-        for module, name, wrapper in _WRAPS:
-            wrap_function_wrapper(module, name, wrapper)
+        wrap_all(_WRAPS)
         _patch_tracer()
         # The direct replay path is an accelerator: checked here, once, against this SDK.
         preflight()
@@ -190,14 +188,7 @@ class AnthropicInstrumentor(BaseInstrumentor):  # type: ignore[misc]
             start_from_environment()
 
     def _uninstrument(self, **kwargs: Any) -> None:
-        import importlib
-
-        for module, name, _ in _WRAPS:
-            owner: Any = importlib.import_module(module)
-            *path, attribute = name.split(".")
-            for part in path:
-                owner = getattr(owner, part)
-            unwrap(owner, attribute)
+        unwrap_all(_WRAPS)
         _unpatch_tracer()
         from ._zero_code import stop
 

@@ -12,7 +12,7 @@ from spanreplay.model.typed_classes import register_type
 from spanreplay.run.base import BoundaryCall, Run, run_for_boundary
 
 from .._framework import FrameworkInstrumentor
-from ..tools import RECORDED_TOOL
+from ..tools import is_recorded_tool
 from ._executor import EXECUTOR_MODULE, map_through_submit
 
 __all__ = ["LangChainToolsInstrumentor"]
@@ -24,7 +24,7 @@ def _recorded_inside(tool: Any) -> bool:
     """Whether the tool's own function is a ``@spanreplay.tool``: that records the call, not this adapter."""
     for name in ("func", "coroutine"):
         function = getattr(tool, name, None)
-        if function is not None and getattr(function, RECORDED_TOOL, False):
+        if is_recorded_tool(function):
             return True
     return False
 

@@ -13,13 +13,9 @@ from spanreplay import semconv as sc
 from spanreplay.model.typed_hints import ReturnDecoder
 from spanreplay.run.base import BoundaryCall, run_for_boundary
 
-from ..tools import tool as _decorator
+from ..tools import is_recorded_tool
 
 __all__ = ["call_tool", "tool_input"]
-
-# Where ``@spanreplay.tool``'s wrappers are defined: a tool function compiled there is
-# recorded by the decorator already, and must not be recorded a second time.
-_DECORATOR_FILE = _decorator.__code__.co_filename
 
 # Each tool function's return decoder (None: its annotation names nothing JSON does not give).
 _decoders: weakref.WeakKeyDictionary[Any, ReturnDecoder | None] = weakref.WeakKeyDictionary()
@@ -31,7 +27,7 @@ async def call_tool(wrapped: Callable[..., Any], instance: Any, args: tuple[Any,
     """``FunctionToolset.call_tool(name, tool_args, ctx, tool)`` as one ``tool`` boundary of the current run."""
     name, tool_args, ctx, tool = _arguments(args, kwargs)
     function = _tool_function(instance, name, tool)
-    if not isinstance(name, str) or _decorated(function):
+    if not isinstance(name, str) or is_recorded_tool(function):
         return await wrapped(*args, **kwargs)
     run = run_for_boundary(f"tool {name!r}")
     if run is None:
@@ -75,12 +71,6 @@ def _tool_function(toolset: Any, name: Any, tool: Any) -> Callable[..., Any] | N
     held = tools.get(original)
     function = getattr(held, "function", None)
     return function if callable(function) else None
-
-
-def _decorated(function: Callable[..., Any] | None) -> bool:
-    """Whether ``function`` is a ``@spanreplay.tool`` wrapper, which records the call itself."""
-    code = getattr(function, "__code__", None)
-    return code is not None and getattr(code, "co_filename", None) == _DECORATOR_FILE
 
 
 def _decoder(function: Callable[..., Any] | None) -> ReturnDecoder | None:
