@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import threading
 from pathlib import Path
 
+import orjson
 import pytest
 
 import spanreplay
 from spanreplay import semconv as sc
-from spanreplay.errors import DifferentCallError, InputChangedError, RunNotFoundError
+from spanreplay.errors import DifferentCallError, InputChangedError, RunNotFoundError, UnsafeTraceValueError
 
 real_calls: list[str] = []
 
@@ -180,3 +182,35 @@ def test_parallel_sub_agents_replay_each_from_its_own_run(trace_dir: Path) -> No
     # The parent holds one opening per sub-agent, each in its own branch.
     opened = [e for e in spanreplay.load(trace_dir, recording.run_id).events if e.kind == sc.KIND_AGENT]
     assert len({e.call_id for e in opened}) == 4
+
+
+@pytest.mark.parametrize(
+    ("named", "refused"),
+    [
+        ("../../outside/run_x", UnsafeTraceValueError),
+        ("/etc/passwd", UnsafeTraceValueError),
+        ("run_x/../../y", UnsafeTraceValueError),
+        ("", RunNotFoundError),
+        (7, RunNotFoundError),
+    ],
+)
+def test_a_child_run_id_that_cannot_name_a_file_is_refused_before_any_file_is_read(
+    trace_dir: Path, named: object, refused: type[Exception]
+) -> None:
+    # The parent's sub-agent step names the child it opened; a trace edited to name a path
+    # outside the trace folder (or no run id at all) is refused, never followed.
+    parent, _, _ = recorded(trace_dir)
+    log = spanreplay.load(trace_dir, parent)
+    (step,) = [e for e in log.events if e.kind == sc.KIND_AGENT]
+    hostile = dataclasses.replace(step, output_json=orjson.dumps({"run_id": named}))
+    edited = spanreplay.EventLog(log.run, tuple(hostile if e is step else e for e in log.events))
+    with pytest.raises(refused) as raised, spanreplay.replay(edited) as run:
+        supervisor()
+    message = str(raised.value)
+    if refused is UnsafeTraceValueError:
+        assert f"the sub-agent step of run {parent}" in message
+        assert "cannot name a trace file" in message
+    else:
+        assert "names no child run" in message
+    assert real_calls == []
+    assert run.outcome == "diverged"

@@ -20,6 +20,7 @@ from typing import Any
 from spanreplay import semconv as sc
 from spanreplay.errors import ReplayDivergenceError, RunNotFoundError, SpanReplayError
 from spanreplay.model.events import EventLog
+from spanreplay.model.run_ids import checked_run_id, path_inside
 from spanreplay.run.base import BoundaryCall, Mode, Run, current_scope_var
 from spanreplay.sources import open_source
 
@@ -119,7 +120,8 @@ def _child_run_id(parent: ReplayingRun, served: Any) -> str:
             "the trace was edited or not written by spanreplay.",
             run_id=None,
         )
-    return run_id
+    # A run id read from the trace: it names a file beside the parent's, so it must be one.
+    return checked_run_id(run_id, where=f"the sub-agent step of run {parent.run_id}")
 
 
 def _child_log(parent: ReplayingRun, child_id: str) -> EventLog:
@@ -133,7 +135,7 @@ def _child_log(parent: ReplayingRun, child_id: str) -> EventLog:
             looked.append(os.fspath(source))
     origin = parent.events.run.origin
     if origin:
-        beside = Path(origin.rpartition(":")[0] or origin).parent / f"{child_id}.jsonl"
+        beside = path_inside(Path(origin.rpartition(":")[0] or origin).parent, f"{child_id}.jsonl")
         if beside.is_file():
             return open_source(beside).load(child_id)
         looked.append(str(beside))
