@@ -193,8 +193,13 @@ def _run_usd(run: RunSummary) -> str:
 
 def preview(text: str, limit: int = 48) -> str:
     """One line of at most ``limit`` characters, control characters escaped."""
-    flat = printable(" ".join(text.split()))
+    flat = flat_text(text)
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
+def flat_text(text: str) -> str:
+    """``text`` on one line, runs of white space made one space, control characters escaped."""
+    return printable(" ".join(text.split()))
 
 
 def flexible_width(total: int, rows: Sequence[Sequence[str]], flexible: int, *, cap: int = 60) -> int:
@@ -205,6 +210,11 @@ def flexible_width(total: int, rows: Sequence[Sequence[str]], flexible: int, *, 
     the result is too small to be useful, the caller prints lines, not a table.
     """
     widths = [max(map(len, column)) for column in zip(*rows, strict=True)] if rows else []
+    return room_for(total, widths, flexible, cap=cap)
+
+
+def room_for(total: int, widths: Sequence[int], flexible: int, *, cap: int = 60) -> int:
+    """``flexible_width`` for columns whose widths are known."""
     columns = len(widths) + flexible
     # show_edge=False: one space of padding each side of a cell, one rule between columns.
     used = sum(w + 2 for w in widths) + 2 * flexible + columns - 1

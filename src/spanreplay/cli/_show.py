@@ -2,34 +2,33 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
 import click
 import orjson
-from rich.cells import cell_len
 from rich.console import Console
 from rich.json import JSON
 from rich.table import Table
-from rich.text import Span, Text
+from rich.text import Text
 
 from spanreplay import semconv as sc
-from spanreplay.api.loading import load
-from spanreplay.model.events import ErrorInfo, Event, EventLog, RunInfo
+from spanreplay.model.events import ErrorInfo, Event, RunInfo
 from spanreplay.sources.foreign import INSTRUMENTATION, step_note
+from spanreplay.sources.run_stream import RunStream, stream_run
 
 from ._common import (
     MIN_PREVIEW,
     BadInput,
     console,
-    flexible_width,
     format_duration,
     format_time,
-    preview,
     print_json,
     printable,
     status_text,
 )
+from ._show_steps import UNFINISHED, Columns, print_step_lines, print_step_table, step_status
 
 
 @click.command("show")
@@ -43,41 +42,35 @@ def show_command(*, source: str, run_id: str | None, seq: int | None, as_json: b
     RUN may be left out when SOURCE holds a single run; spanreplay runs SOURCE
     lists them. Inputs and outputs are shown as recorded, that is masked.
     """
-    log = load(source, run_id)
+    columns = Columns()
+    stream = stream_run(source, run_id, visit=None if seq is not None or as_json else columns.visit)
     if seq is not None:
-        event = log.by_seq(seq)
+        event = stream.by_seq(seq)
         if event is None:
-            raise BadInput(_no_such_step(log, seq))
+            raise BadInput(_no_such_step(stream, seq))
         if as_json:
             print_json(step_dict(event))
         else:
             _print_step(event)
         return
     if as_json:
-        print_json({"run": run_dict(log.run), "steps": [step_dict(e) for e in log]})
+        _print_run_json(stream)
         return
-    _print_run(log)
+    _print_run(stream, columns)
 
 
-# How a side effect whose intent was recorded, and its outcome never was, is listed.
-UNFINISHED = "started, never finished"
 _UNFINISHED_NOTE = (
     "none: started, never finished. The process died while this side effect ran, so it may have "
     "happened; replay stops here."
 )
 
 
-def _status(event: Event, unfinished: str) -> str:
-    if event.unfinished:
-        return unfinished
-    return "error" if event.failed else "ok"
-
-
-def _no_such_step(log: EventLog, seq: int) -> str:
-    if not len(log):
-        return f"Run {log.run_id} has no steps, so there is no seq {seq}; leave --seq out to see the run."
-    first, last = log.events[0].seq, log.events[-1].seq
-    return f"Run {log.run_id} has no step at seq {seq}; its steps run from seq {first} to {last}."
+def _no_such_step(stream: RunStream, seq: int) -> str:
+    run_id = stream.run.run_id
+    if not len(stream):
+        return f"Run {run_id} has no steps, so there is no seq {seq}; leave --seq out to see the run."
+    first, last = stream.seq_range()
+    return f"Run {run_id} has no step at seq {seq}; its steps run from seq {first} to {last}."
 
 
 def _duration(start_ns: int, end_ns: int) -> float | None:
@@ -121,7 +114,7 @@ def step_dict(event: Event) -> dict[str, Any]:
         "call_id": event.call_id,
         "kind": event.kind,
         "key": event.key,
-        "status": _status(event, "unfinished"),
+        "status": step_status(event, "unfinished"),
         "effect": event.effect,
         "started": _iso(event.start_ns),
         "duration_s": _duration(event.start_ns, event.end_ns),
@@ -150,8 +143,18 @@ def masked_dict(event: Event) -> dict[str, list[dict[str, str]]]:
     return out
 
 
-def _print_run(log: EventLog) -> None:
-    run = log.run
+def _print_run_json(stream: RunStream) -> None:
+    """``{"run": ..., "steps": [...]}`` as print_json writes it, one step at a time."""
+    head = orjson.dumps({"run": run_dict(stream.run)}, option=orjson.OPT_INDENT_2, default=str).decode()
+    click.echo(head[: -len("\n}")] + ',\n  "steps": [', nl=False)
+    for number, event in enumerate(stream.events()):
+        step = orjson.dumps(step_dict(event), option=orjson.OPT_INDENT_2, default=str).decode()
+        click.echo(("," if number else "") + "\n    " + step.replace("\n", "\n    "), nl=False)
+    click.echo("\n  ]\n}" if len(stream) else "]\n}")
+
+
+def _print_run(stream: RunStream, columns: Columns) -> None:
+    run = stream.run
     out = console()
     header = Table.grid(padding=(0, 2))
     header.add_column(style="bold")
@@ -174,106 +177,18 @@ def _print_run(log: EventLog) -> None:
             header.add_row("may diverge", Text(printable(gap), style="yellow"))
     out.print(header)
     out.print()
-    if not len(log):
+    if not len(stream):
         out.print("The run made no boundary calls.")
         return
     if run.instrumentation:
-        _print_step_notes(out, log)
-    headers = ["seq", "call id", "kind", "key", "result", "duration"]
-    rows = [
-        [
-            str(e.seq),
-            printable(e.call_id),
-            printable(e.kind),
-            printable(e.key),
-            _status(e, UNFINISHED),
-            format_duration(_duration(e.start_ns, e.end_ns)),
-        ]
-        for e in log
-    ]
-    room = flexible_width(out.width, [headers, *rows], 2)
+        _print_step_notes(out, stream.events())
+    room = columns.room(out.width)
     if room < MIN_PREVIEW:
-        _print_step_lines(out, log, rows)
-        return
-    _print_step_table(out, log, headers, rows, room)
+        print_step_lines(out, stream.events())
+    else:
+        print_step_table(out, stream.events(), len(stream), columns, room)
     out.print()
-    out.print(f"{len(log)} step(s). Full payloads of one step: --seq N", markup=False)
-
-
-# Rows printed at a time: each block is one Text, so rich's cost per print is shared by many rows.
-_BLOCK = 1000
-_RIGHT = frozenset(("seq", "duration"))
-
-
-def _print_step_table(out: Console, log: EventLog, headers: list[str], rows: list[list[str]], room: int) -> None:
-    """The steps as rich's Table(show_edge=False) draws them, written a block of rows at a time.
-
-    rich's Table lays out every cell through its measuring and wrapping machinery
-    and holds the whole rendering until the last row, which makes a run of many
-    steps take minutes; these columns never wrap and their widths are known from
-    the rows, so each cell is padded here and each block is printed as it is built.
-    """
-    previews = [
-        (
-            preview(_text(e.input_json), room),
-            preview(str(e.error), room) if e.error is not None else preview(_text(e.output_json), room),
-        )
-        for e in log
-    ]
-    names = [*headers, "input", "output / error"]
-    widths = [cell_len(name) for name in names]
-    for row, shown in zip(rows, previews, strict=True):
-        for i, cell in enumerate((*row, *shown)):
-            widths[i] = max(widths[i], cell_len(cell))
-    right = [name in _RIGHT for name in names]
-
-    def pad(cell: str, i: int) -> str:
-        room_left = " " * (widths[i] - cell_len(cell))
-        return room_left + cell if right[i] else cell + room_left
-
-    header = Text(no_wrap=True)
-    for i, name in enumerate(names):
-        if i:
-            header.append("\u2503")
-        header.append(f" {pad(name, i)} ", style="bold")
-    out.print(header)
-    out.print("\u2547".join("\u2501" * (w + 2) for w in widths), markup=False, no_wrap=True)
-    parts: list[str] = []
-    spans: list[Span] = []
-    at = 0
-    for number, (event, row, shown) in enumerate(zip(log, rows, previews, strict=True), 1):
-        cells = [*row, *shown]
-        for i, cell in enumerate(cells):
-            text = pad(cell, i)
-            piece = (" " if i == 0 else "\u2502 ") + text + " "
-            styled = status_text(row[4]).style if i == 4 else ("red" if i == 7 and event.error is not None else "")
-            if styled:
-                start = at + len(piece) - 1 - len(text)
-                spans.append(Span(start, start + len(text), styled))
-            parts.append(piece)
-            at += len(piece)
-        if number % _BLOCK and number != len(rows):
-            parts.append("\n")
-            at += 1
-            continue
-        out.print(Text("".join(parts), spans=spans, no_wrap=True))
-        parts, spans, at = [], [], 0
-
-
-def _print_step_lines(out: Console, log: EventLog, rows: list[list[str]]) -> None:
-    """The steps for a terminal too narrow for the table: a block of lines each."""
-    room = max(MIN_PREVIEW, out.width - 12)
-    for event, row in zip(log, rows, strict=True):
-        out.print(Text.assemble((f"{row[0]:>4}", "bold"), f"  {row[1]}  ", status_text(row[4]), f"  {row[5]}"))
-        out.print(f"      in:  {preview(_text(event.input_json), room)}", markup=False)
-        if event.error is not None:
-            out.print(Text.assemble("      err: ", (preview(str(event.error), room), "red")))
-        elif event.unfinished:
-            out.print(f"      out: none ({UNFINISHED})", markup=False)
-        else:
-            out.print(f"      out: {preview(_text(event.output_json), room)}", markup=False)
-    out.print()
-    out.print(f"{len(log)} step(s). Full payloads of one step: --seq N", markup=False)
+    out.print(f"{len(stream)} step(s). Full payloads of one step: --seq N", markup=False)
 
 
 def _foreign_rows(header: Table, run: RunInfo) -> None:
@@ -286,15 +201,11 @@ def _foreign_rows(header: Table, run: RunInfo) -> None:
         header.add_row("cannot replay", Text(printable(gap), style="yellow"))
 
 
-def _print_step_notes(out: Console, log: EventLog) -> None:
-    for event in log:
+def _print_step_notes(out: Console, events: Iterable[Event]) -> None:
+    for event in events:
         note = printable(step_note(event))
         out.print(f"{event.seq:>4}  {printable(str(event.attributes.get(INSTRUMENTATION, '')))}  {note}", markup=False)
     out.print()
-
-
-def _text(data: bytes | None) -> str:
-    return "" if data is None else data.decode("utf-8", "replace")
 
 
 def _print_step(event: Event) -> None:
@@ -313,7 +224,7 @@ def _print_step(event: Event) -> None:
             ("key ", "bold"),
             printable(event.key),
             "  ",
-            status_text(_status(event, UNFINISHED)),
+            status_text(step_status(event, UNFINISHED)),
         )
     )
     out.print(Text("input:", style="bold"))

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 import orjson
@@ -107,29 +108,49 @@ def rebuild_inputs(events: Sequence[Event]) -> list[Event]:
     """
     if not any(sc.INPUT_BASE_SEQ in event.attributes for event in events):
         return list(events)
-    messages_at: dict[int, list[Any]] = {}  # seq -> the full messages of its input
-    rebuilt: dict[int, Event] = {}
-    for event in sorted(events, key=lambda e: e.seq):
+    rebuilder = InputRebuilder()
+    rebuilt = {event.seq: rebuilder.rebuild(event) for event in sorted(events, key=lambda e: e.seq)}
+    return [rebuilt[event.seq] for event in events]
+
+
+class InputRebuilder:
+    """Puts inputs back together from events given in seq order, one at a time.
+
+    Every input that holds a ``messages`` list may be the base of a later one. With
+    ``keep``, only the last ``keep`` bases of each (kind, key) are held, which bounds
+    the memory of a long run read as a stream: the recorder references the previous
+    input of the same kind and key, so a reference past them is rare (concurrent
+    calls), and ``fetch`` then reads the base's event again from the source (None
+    when the source does not hold it).
+    """
+
+    def __init__(self, *, keep: int | None = None, fetch: Callable[[int], Event | None] | None = None) -> None:
+        self._keep = keep
+        self._fetch = fetch
+        # seq -> (kind, key, the full messages of its input)
+        self._bases: dict[int, tuple[str, str, list[Any]]] = {}
+        self._order: dict[tuple[str, str], deque[int]] = {}
+
+    def rebuild(self, event: Event) -> Event:
+        """``event`` with its input whole (verified against the recorded size and sha256)."""
         attributes = event.attributes
         if sc.INPUT_BASE_SEQ not in attributes:
-            rebuilt[event.seq] = event
-            value = _json_or_none(event.input_json)
-            found = _messages_path(value)
+            found = _messages_path(value := _json_or_none(event.input_json))
             if found is not None:
-                messages_at[event.seq] = _at(value, found)
-            continue
+                self._remember(event, _at(value, found))
+            return event
         where = f"Run {event.run_id} seq {event.seq}"
         base_seq = int_attribute(attributes, sc.INPUT_BASE_SEQ, where)
         taken = int_attribute(attributes, sc.INPUT_BASE_MESSAGES, where)
-        base = rebuilt.get(base_seq)
-        base_messages = messages_at.get(base_seq)
-        if base is None or base_messages is None or (base.kind, base.key) != (event.kind, event.key):
+        base = self._base(base_seq)
+        if base is None or base[:2] != (event.kind, event.key):
             raise TraceFormatError(
                 f"{where}: the input continues the messages of seq {base_seq}, which the source does not hold "
                 f"as an input of {event.kind} {event.key!r}; load every file of the run (or record it again with "
                 f"{sc.INPUT_REFS_ENV}=0 to write each input whole).",
                 source=where,
             )
+        base_messages = base[2]
         delta = _json_or_none(event.input_json)
         path = tuple(str(attributes.get(sc.INPUT_MESSAGES_PATH, "messages")).split("."))
         if path not in _MESSAGES_PATHS or _messages_path(delta, empty=True) != path or taken > len(base_messages):
@@ -153,10 +174,31 @@ def rebuild_inputs(events: Sequence[Event]) -> list[Event]:
                 found_size=len(data),
                 source=where,
             )
-        messages_at[event.seq] = messages
+        self._remember(event, messages)
         kept = {k: v for k, v in attributes.items() if k not in INPUT_REF_ATTRIBUTES}
-        rebuilt[event.seq] = dataclasses.replace(event, input_json=data, attributes=kept)
-    return [rebuilt[event.seq] for event in events]
+        return dataclasses.replace(event, input_json=data, attributes=kept)
+
+    def _remember(self, event: Event, messages: list[Any]) -> None:
+        self._bases[event.seq] = (event.kind, event.key, messages)
+        if self._keep is None:
+            return
+        order = self._order.setdefault((event.kind, event.key), deque())
+        order.append(event.seq)
+        if len(order) > self._keep:
+            self._bases.pop(order.popleft(), None)
+
+    def _base(self, seq: int) -> tuple[str, str, list[Any]] | None:
+        found = self._bases.get(seq)
+        if found is not None or self._fetch is None:
+            return found
+        event = self._fetch(seq)
+        if event is None:
+            return None
+        # Rebuilt through a rebuilder of its own, so the bases held here stay the latest ones.
+        rebuilt = InputRebuilder(keep=self._keep, fetch=self._fetch).rebuild(event)
+        value = _json_or_none(rebuilt.input_json)
+        path = _messages_path(value)
+        return None if path is None else (event.kind, event.key, _at(value, path))
 
 
 def _messages_path(value: Any, *, empty: bool = False) -> tuple[str, ...] | None:

@@ -181,18 +181,23 @@ def build_log(run_id: str, spans: Iterable[SpanRecord], name: str, damage: Calla
                     )
             by_seq[event.seq] = by_call[event.call_id] = (event, span)
     info = _codec.span_to_run(root) if root is not None else RunInfo(run_id=run_id, status=sc.RUN_STATUS_CRASHED)
-    missing = _missing(info, sorted(by_seq))
+    missing = missing_seqs(info, sorted(by_seq))
     if missing is not None:
         shown, last = missing
         if info.status == sc.RUN_STATUS_CRASHED:
-            # Boundaries still running when the process died never ended, so never got written.
-            warn(
-                f"Run {run_id} crashed; the boundaries at seq {shown} were still running and left no span, "
-                "so replay stops matching there."
-            )
+            warn_crashed(run_id, shown)
         else:
             raise missing_error(run_id, name, shown, last, damage())
     return EventLog(info, tuple(rebuild_inputs([event for event, _ in by_seq.values()])))
+
+
+def warn_crashed(run_id: str, shown: str) -> None:
+    """Say that a crashed run lacks the steps at ``shown`` (a run that ended so would be refused)."""
+    # Boundaries still running when the process died never ended, so never got written.
+    warn(
+        f"Run {run_id} crashed; the boundaries at seq {shown} were still running and left no span, "
+        "so replay stops matching there."
+    )
 
 
 def missing_error(run_id: str, name: str, shown: str, last: int, damage: str) -> TraceFormatError:
@@ -222,7 +227,7 @@ def _shared_run_id(run_id: str, what: str, origin: str) -> TraceFormatError:
     )
 
 
-def _missing(info: RunInfo, present: list[int]) -> tuple[str, int] | None:
+def missing_seqs(info: RunInfo, present: list[int]) -> tuple[str, int] | None:
     """The missing seqs as text (the first few, then a count) and the last seq, or None."""
     last = info.steps if info.steps is not None else (present[-1] if present else 0)
     missing, expected = 0, 1
@@ -328,7 +333,7 @@ def _refused_steps(
     last = recorded if recorded is not None else seqs.top
     if seqs.whole(last):
         return None
-    missing = _missing(RunInfo(run_id=summary.run_id, steps=last), seqs.present())
+    missing = missing_seqs(RunInfo(run_id=summary.run_id, steps=last), seqs.present())
     if missing is None:
         return None
     shown, last = missing
