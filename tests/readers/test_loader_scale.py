@@ -14,6 +14,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+import orjson
 import pytest
 from click.testing import CliRunner
 
@@ -106,3 +107,47 @@ def test_show_prints_every_step_and_its_work_grows_linearly(templates: Templates
     assert per_step_high < 1.3 * per_step_low, (per_step_low, per_step_high)
     # Each row is padded and joined, not laid out by rich's table engine (thousands of calls a row).
     assert per_step_high < 400, per_step_high
+
+
+def test_show_holds_a_few_words_per_step_not_the_run(templates: Templates, tmp_path: Path) -> None:
+    short, long = tmp_path / "short.jsonl", tmp_path / "long.jsonl"
+    write_runs(templates, short, [("run_long", 1_000)])
+    write_runs(templates, long, [("run_long", 10_000)])
+    loaded = peak_bytes(lambda: spanreplay.load(long, "run_long"))
+    short_peak = peak_bytes(lambda: show(short, "run_long"))
+    long_peak = peak_bytes(lambda: show(long, "run_long"))
+    # load() holds every event; show keeps three machine words a step and the rows of one block.
+    assert long_peak < loaded / 5, (long_peak, loaded)
+    assert long_peak < 3 * short_peak, (short_peak, long_peak)
+
+
+def test_show_puts_spans_written_out_of_order_back_in_seq_order(templates: Templates, tmp_path: Path) -> None:
+    ordered, shuffled = tmp_path / "ordered.jsonl", tmp_path / "shuffled.jsonl"
+    write_runs(templates, ordered, [("run_mixed", 400)])
+    head, *steps, tail = ordered.read_bytes().splitlines(keepends=True)
+    # Neighbours swapped, and one step written last, as nested and slow calls end out of order.
+    swapped = [line for pair in zip(steps[1::2], steps[0::2], strict=True) for line in pair]
+    shuffled.write_bytes(b"".join([head, *swapped[1:], tail, swapped[0]]))
+    assert show(shuffled, "run_mixed") == show(ordered, "run_mixed")
+    json_out = CliRunner().invoke(cli, ["show", str(shuffled), "run_mixed", "--json"])
+    assert json_out.exit_code == 0, json_out.output
+    document = orjson.loads(json_out.stdout)
+    assert [step["seq"] for step in document["steps"]] == list(range(1, 401))
+    assert document["run"]["steps"] == 400
+
+
+def test_show_json_is_what_load_gives(templates: Templates, tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    write_runs(templates, path, [("run_json", 30)])
+    result = CliRunner().invoke(cli, ["show", str(path), "run_json", "--json"])
+    assert result.exit_code == 0, result.output
+    document = orjson.loads(result.stdout)
+    log = spanreplay.load(path, "run_json")
+    assert [(s["seq"], s["call_id"], s["input"], s["output"]) for s in document["steps"]] == [
+        (e.seq, e.call_id, e.input, e.output) for e in log
+    ]
+    empty = tmp_path / "empty.jsonl"
+    write_runs(templates, empty, [("run_empty", 0)])
+    result = CliRunner().invoke(cli, ["show", str(empty), "run_empty", "--json"])
+    assert result.exit_code == 0, result.output
+    assert orjson.loads(result.stdout)["steps"] == []

@@ -180,3 +180,51 @@ def test_an_input_references_the_last_one_exactly_when_its_messages_continue_the
         assert orjson.loads(attributes["spanreplay.input"]) == {"messages": second[len(first) :]}
     else:
         assert orjson.loads(attributes["spanreplay.input"]) == {"messages": second}
+
+
+def raw_events(path: Path) -> list[Any]:
+    """The run's model events as the spans hold them (inputs not rebuilt), in seq order."""
+    from spanreplay.model.codec import is_boundary_span, span_to_event
+
+    events = [span_to_event(s) for s in iter_spans(path) if is_boundary_span(s) and s.ended]
+    return sorted(events, key=lambda e: e.seq)
+
+
+def test_a_rebuilder_that_keeps_few_bases_reads_an_older_one_again(trace_dir: Path) -> None:
+    from spanreplay.model.input_refs import InputRebuilder, rebuild_inputs
+
+    record("run_stream", turns=12)
+    events = raw_events(trace_dir / "run_stream.jsonl")
+    assert sum("spanreplay.input.base_seq" in e.attributes for e in events) == 11
+    whole = rebuild_inputs(events)
+    # Fed in seq order, keeping one base per key: each reference finds its base held.
+    fetched: list[int] = []
+    by_seq = {e.seq: e for e in events}
+
+    def fetch(seq: int) -> Any:
+        fetched.append(seq)
+        return by_seq.get(seq)
+
+    kept_one = InputRebuilder(keep=1, fetch=fetch)
+    assert [kept_one.rebuild(e) for e in events] == whole
+    assert fetched == []
+    # The last call on its own: its base, and that one's base, are read again, back to the first.
+    assert InputRebuilder(keep=1, fetch=fetch).rebuild(events[-1]) == whole[-1]
+    assert fetched == list(range(events[-1].seq - 1, 0, -1))
+    # A base the source does not hold fails as load() fails.
+    with pytest.raises(TraceFormatError, match="which the source does not hold"):
+        InputRebuilder(keep=1, fetch=lambda seq: None).rebuild(events[-1])
+
+
+def test_show_streams_a_conversation_with_its_inputs_whole(trace_dir: Path) -> None:
+    from click.testing import CliRunner
+
+    from spanreplay.cli import cli
+
+    record("run_shown", turns=15)
+    path = trace_dir / "run_shown.jsonl"
+    result = CliRunner().invoke(cli, ["show", str(path), "run_shown", "--json"])
+    assert result.exit_code == 0, result.output
+    shown = [step["input"] for step in orjson.loads(result.stdout)["steps"]]
+    assert shown == [event.input for event in spanreplay.load(path, "run_shown")]
+    assert len(shown[-1]["messages"]) == 29

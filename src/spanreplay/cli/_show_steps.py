@@ -31,6 +31,11 @@ _BLOCK: Final = 1000
 _RIGHT: Final = frozenset((0, 5))  # seq and duration
 
 
+def _cells_wide(text: str) -> int:
+    """The cells ``text`` takes on a terminal (``str.isascii`` is a flag lookup: most text is ASCII)."""
+    return len(text) if text.isascii() else cell_len(text)
+
+
 def step_status(event: Event, unfinished: str) -> str:
     if event.unfinished:
         return unfinished
@@ -71,14 +76,14 @@ class Columns:
 
     def visit(self, event: Event) -> None:
         for i, cell in enumerate(_cells(event)):
-            self.widths[i] = max(self.widths[i], cell_len(cell))
+            self.widths[i] = max(self.widths[i], _cells_wide(cell))
         # An input that continues an earlier one is longer than what the span holds: as wide as allowed.
         referenced = sc.INPUT_BASE_SEQ in event.attributes
         for i, text in enumerate((_text(event.input_json), _output_text(event))):
             flat = flat_text(text)
             self._longest[i] = max(self._longest[i], len(flat), _CAP + 1 if referenced and i == 0 else 0)
             if len(flat) <= _CAP:
-                self._whole[i] = max(self._whole[i], cell_len(flat))
+                self._whole[i] = max(self._whole[i], _cells_wide(flat))
 
     def room(self, total: int) -> int:
         """How wide each preview may be on a console ``total`` cells wide."""
@@ -101,7 +106,7 @@ def print_step_table(out: Console, events: Iterable[Event], count: int, columns:
     widths = [*columns.widths, *columns.preview_widths(room)]
 
     def pad(cell: str, i: int) -> str:
-        room_left = " " * (widths[i] - cell_len(cell))
+        room_left = " " * (widths[i] - _cells_wide(cell))
         return room_left + cell if i in _RIGHT else cell + room_left
 
     header = Text(no_wrap=True)
@@ -130,10 +135,20 @@ def print_step_table(out: Console, events: Iterable[Event], count: int, columns:
             parts.append("\n")
             at += 1
             continue
-        out.print(Text("".join(parts), spans=spans, no_wrap=True))
+        _print_block(out, "".join(parts), spans)
         parts, spans, at = [], [], 0
     if parts:  # fewer events than counted: cannot happen for a checked run, but print what came
         out.print(Text("".join(parts).rstrip("\n"), spans=spans, no_wrap=True))
+
+
+def _print_block(out: Console, text: str, spans: list[Span]) -> None:
+    """Rows of the table: styled on a terminal, else written as they are (rich would only take
+    the styles off again, and its line splitting costs as much as the rest of show)."""
+    if out.is_terminal:
+        out.print(Text(text, spans=spans, no_wrap=True))
+    else:
+        # Every cell was made printable already: no control character reaches the file.
+        out.file.write(text + "\n")
 
 
 def print_step_lines(out: Console, events: Iterable[Event]) -> None:
