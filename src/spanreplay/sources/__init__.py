@@ -11,9 +11,10 @@ the CLI read every source through here; ``runs()`` gets its cost columns from
 """
 
 from .kinds import SourceKind, is_postgres_dsn, source_kind
+from .log_builder import build_log
 from .protocol import Source, SpanSource
 from .registry import open_source
-from .runlog import RUN_MARKER, SpanTap, build_log, summaries
+from .runlog import RUN_MARKER, SpanTap, summaries
 
 __all__ = [
     "RUN_MARKER",

@@ -40,7 +40,8 @@ from spanreplay.model.spans import SpanRecord
 from spanreplay.readers import Incomplete, MalformedTrace, document_spans
 
 from .foreign import foreign_log
-from .runlog import SpanTap, build_log, only_run, summaries
+from .log_builder import build_log
+from .runlog import SpanTap, only_run, summaries
 
 _NAMES: Final = {"jaeger": "Jaeger", "tempo": "Tempo"}
 _PORTS: Final = {"jaeger": 16686, "tempo": 3200}

@@ -25,10 +25,10 @@ from spanreplay.model.spans import SpanRecord
 from spanreplay.readers import STDIN, Damage, SpanReplayWarning, iter_spans
 
 from .foreign import foreign_log, foreign_summaries, is_foreign_span, is_trace_id
+from .log_builder import build_log
 from .runlog import (
     RUN_MARKER,
     SpanTap,
-    build_log,
     damage_note,
     damaged_run,
     needle,
@@ -61,23 +61,36 @@ class FileSource:
         if run_id is None:
             run_id = only_run(self.runs(), self.name)
         damage: list[Damage] = []
-        spans = [
-            s
-            for s in iter_spans(self.source, contains=needle(run_id), damaged=damage.append)
-            if s.attributes.get(sc.RUN_ID) == run_id
-        ]
+        found = _Counted(self._run_spans(run_id, damage))
+        failed: SpanReplayError | None = None
+        try:
+            log = build_log(run_id, found, self.name, self._damage, again=lambda: self._run_spans(run_id, []))
+        except SpanReplayError as exc:
+            if exc is found.unreadable:
+                raise
+            failed = exc
+            for _ in found:  # the rest of the lines, for the damaged ones that hold the run
+                pass
         owned = [d for d in damage if run_id in d.runs]
         if owned:
             raise damaged_run(run_id, owned)
-        if not spans and is_trace_id(run_id):
+        if not found.count and is_trace_id(run_id):
             # A trace another instrumentation recorded: its trace id is its run id. Protobuf
             # holds trace ids as bytes, so no needle finds its records: every span is read.
-            log = foreign_log(run_id, (s for s in iter_spans(self.source) if s.trace_id == run_id))
-            if log is not None:
-                return log
-        if not spans:
+            foreign = foreign_log(run_id, (s for s in iter_spans(self.source) if s.trace_id == run_id))
+            if foreign is not None:
+                return foreign
+        if not found.count:
             raise not_found(run_id, self.name, self._listed(), unread_damage(damage))
-        return build_log(run_id, spans, self.name, self._damage)
+        if failed is not None:
+            raise failed
+        return log
+
+    def _run_spans(self, run_id: str, damage: list[Damage]) -> Iterator[SpanRecord]:
+        """The spans of run ``run_id``, read from the files as they are needed."""
+        for span in iter_spans(self.source, contains=needle(run_id), damaged=damage.append):
+            if span.attributes.get(sc.RUN_ID) == run_id:
+                yield span
 
     def _listed(self) -> list[str] | None:
         """The runs in the source, for an error message; None when listing them fails too."""
@@ -98,6 +111,25 @@ class FileSource:
         except TraceFormatError as exc:
             return f" (the source is also damaged, which may be where they went: {str(exc).rstrip('.')})"
         return damage_note(damage)
+
+
+class _Counted:
+    """The spans of an iterator, counted as they are read."""
+
+    def __init__(self, spans: Iterator[SpanRecord]) -> None:
+        self._spans = spans
+        self.count = 0
+
+        self.unreadable: SpanReplayError | None = None  # what reading the source raised
+
+    def __iter__(self) -> Iterator[SpanRecord]:
+        try:
+            for span in self._spans:
+                self.count += 1
+                yield span
+        except SpanReplayError as exc:
+            self.unreadable = exc
+            raise
 
 
 def _read_on(damage: Damage) -> None:

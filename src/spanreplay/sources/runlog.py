@@ -22,8 +22,7 @@ from typing import Final
 from spanreplay import semconv as sc
 from spanreplay.errors import RunNotFoundError, SpanReplayError, TraceFormatError
 from spanreplay.model import codec as _codec
-from spanreplay.model.events import Event, EventLog, RunInfo, RunSummary
-from spanreplay.model.input_refs import rebuild_inputs
+from spanreplay.model.events import RunInfo, RunSummary
 from spanreplay.model.spans import SpanRecord
 from spanreplay.readers import Damage, listed_damage, warn
 
@@ -150,47 +149,6 @@ def _same_recording(first: SpanRecord, second: SpanRecord) -> None:
     )
 
 
-def build_log(run_id: str, spans: Iterable[SpanRecord], name: str, damage: Callable[[], str]) -> EventLog:
-    """The EventLog of one run from its spans; ``damage`` words, for the message, a broken line
-    the run filter skipped (empty when there is none or nothing to check)."""
-    root: SpanRecord | None = None
-    by_seq: dict[int, tuple[Event, SpanRecord]] = {}
-    by_call: dict[str, tuple[Event, SpanRecord]] = {}
-    for span in dedupe(spans):
-        if _codec.is_run_span(span):
-            if root is not None and root.key != span.key:
-                raise _shared_run_id(run_id, f"two run spans ({root.origin} and {span.origin})", span.origin)
-            root = span
-        elif _codec.is_boundary_span(span):
-            event = _codec.span_to_event(span)
-            if event.seq < 1:
-                raise TraceFormatError(
-                    f"Run {run_id} has a span with seq {event.seq} ({span.origin}); spanreplay numbers "
-                    "boundaries from 1, so the file was edited or not written by spanreplay.",
-                    source=span.origin,
-                )
-            # Retried copies were merged above: a second span at one seq is a second recording.
-            for found in (by_seq.get(event.seq), by_call.get(event.call_id)):
-                if found is not None:
-                    other, other_span = found
-                    raise _shared_run_id(
-                        run_id,
-                        f"two spans for {other.call_id} at seq {other.seq} ({other_span.origin}) and "
-                        f"{event.call_id} at seq {event.seq} ({span.origin})",
-                        span.origin,
-                    )
-            by_seq[event.seq] = by_call[event.call_id] = (event, span)
-    info = _codec.span_to_run(root) if root is not None else RunInfo(run_id=run_id, status=sc.RUN_STATUS_CRASHED)
-    missing = missing_seqs(info, sorted(by_seq))
-    if missing is not None:
-        shown, last = missing
-        if info.status == sc.RUN_STATUS_CRASHED:
-            warn_crashed(run_id, shown)
-        else:
-            raise missing_error(run_id, name, shown, last, damage())
-    return EventLog(info, tuple(rebuild_inputs([event for event, _ in by_seq.values()])))
-
-
 def warn_crashed(run_id: str, shown: str) -> None:
     """Say that a crashed run lacks the steps at ``shown`` (a run that ended so would be refused)."""
     # Boundaries still running when the process died never ended, so never got written.
@@ -219,7 +177,7 @@ def damage_note(damage: list[Damage]) -> str:
     return f" (the source is also damaged, which may be where they went: {listed_damage(damage)})"
 
 
-def _shared_run_id(run_id: str, what: str, origin: str) -> TraceFormatError:
+def shared_run_id(run_id: str, what: str, origin: str) -> TraceFormatError:
     return TraceFormatError(
         f"Run {run_id} holds {what}, so two recordings share one run id; load each from its own file, "
         "or record again with distinct run ids.",
@@ -309,7 +267,7 @@ def summaries(
         elif unreadable is not None:
             why = unreadable
         elif run_id in shared:
-            why = str(_shared_run_id(run_id, shared[run_id], ""))
+            why = str(shared_run_id(run_id, shared[run_id], ""))
         else:
             why = _refused_steps(summary, recorded, seqs, name, damage or [])
         out.append(summary if why is None else dataclasses.replace(summary, damaged=why))
