@@ -159,7 +159,7 @@ def test_the_schema_has_the_step_columns_the_unique_step_key_and_the_run_totals(
     indexes = query(
         pg_dsn, "SELECT indexdef FROM pg_indexes WHERE tablename = 'agent_steps' AND schemaname = current_schema()"
     )
-    assert any("UNIQUE" in d and "(run_id, step_number)" in d for (d,) in indexes)
+    assert any("UNIQUE" in d and "(run_id, step_number, run_day)" in d for (d,) in indexes)
     run_columns = {name for (name,) in query(
         pg_dsn,
         "SELECT column_name FROM information_schema.columns "

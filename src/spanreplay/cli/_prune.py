@@ -30,7 +30,7 @@ from spanreplay.readers._zstd import MAGIC as ZSTD_MAGIC
 from spanreplay.run.salts import SALT_DIR, salt_path
 from spanreplay.sources import RUN_MARKER, is_postgres_dsn
 
-from ._common import BadInput, console, printable, warn
+from ._common import BadInput, CliState, console, printable, warn
 from ._prune_rewrite import CannotRewrite, SpanFilter, replace_file, unchanged_since
 
 _DURATION: Final = re.compile(r"^\s*(\d{1,6})\s*([smhdw])\s*$")
@@ -94,8 +94,13 @@ class _Removal:
               help="Keep successful runs this long (30m, 12h, 7d, 2w).")  # fmt: skip
 @click.option("--failure", "failure", default="90d", show_default=True, metavar="AGE",
               help="Keep failed and crashed runs this long.")  # fmt: skip
+@click.option("--older-than", "older_than", default=None, metavar="AGE",
+              help="Keep every run this long, whatever its status (sets --success and --failure).")  # fmt: skip
 @click.option("--dry-run", is_flag=True, help="Print what would be deleted or rewritten; change nothing.")
-def prune_command(source: str, success: str, failure: str, *, dry_run: bool) -> None:
+@click.pass_obj
+def prune_command(
+    state: CliState, *, source: str, success: str, failure: str, older_than: str | None, dry_run: bool
+) -> None:
     """Remove runs older than their retention from SOURCE, printing each one.
 
     SOURCE is a Postgres DSN (postgresql://...: the run and its steps are
@@ -105,11 +110,16 @@ def prune_command(source: str, success: str, failure: str, *, dry_run: bool) -> 
     when it cannot be (compressed, not OTLP/JSON lines), left with a warning
     saying why. Files without spanreplay runs are never touched. A run's age
     comes from its id, run_YYYYMMDD_HHMMSS_xxxxxxxx (UTC), or its start time.
+    In Postgres, the days older than both windows go whole: their partitions
+    are dropped (one line per day); the runs of younger days row by row.
     """
-    policy = Policy(parse_duration(success, "--success"), parse_duration(failure, "--failure"), datetime.now(UTC))
+    if older_than is not None:
+        success = failure = older_than
+    policy = Policy(parse_duration(success, "--success"), parse_duration(failure, "--failure"), state.clock())
     files: _FilesPruned | None = None
+    days = _DaysPruned()
     if is_postgres_dsn(source):
-        removals, kept = _prune_postgres(source, policy, dry_run=dry_run)
+        removals, kept, days = _prune_postgres(source, policy, dry_run=dry_run)
     else:
         files = _prune_files(source, policy, dry_run=dry_run)
         removals, kept = files.removals, files.kept
@@ -117,37 +127,64 @@ def prune_command(source: str, success: str, failure: str, *, dry_run: bool) -> 
     verb = "would remove" if dry_run else "removed"
     for r in removals:
         out.print(f"{verb} {r.run_id}  {r.status:<7}  {r.when:%Y-%m-%d %H:%M}  {printable(r.where)}", markup=False)
-    for note in files.notes if files is not None else ():
+    for note in (*days.notes, *(files.notes if files is not None else ())):
         out.print(note, markup=False)
     # A run spread over several files (a Collector's rotated backups) is counted once, and
     # only once it is gone: a file that was kept still holding it keeps it (and its salt).
     gone = files.gone if files is not None else {r.run_id for r in removals}
     statuses = {r.run_id: r.status for r in removals if r.run_id in gone}
-    failed = sum(1 for status in statuses.values() if status != sc.RUN_STATUS_OK)
-    out.print(
-        f"{verb.capitalize()} {len(statuses)} run(s) ({len(statuses) - failed} ok older than {success}, "
-        f"{failed} failed or crashed older than {failure}); kept {kept}.",
-        markup=False,
-    )
+    failed = sum(1 for status in statuses.values() if status != sc.RUN_STATUS_OK) + days.failed
+    total = len(statuses) + days.runs
+    if older_than is not None:
+        windows = f"{total - failed} ok, {failed} failed or crashed, older than {older_than}"
+    else:
+        windows = f"{total - failed} ok older than {success}, {failed} failed or crashed older than {failure}"
+    out.print(f"{verb.capitalize()} {total} run(s) ({windows}); kept {kept}.", markup=False)
     if files is not None and files.left:
         out.print(f"Left {files.left} file(s) holding expired runs as they were; the warnings say why.", markup=False)
 
 
-def _prune_postgres(dsn: str, policy: Policy, *, dry_run: bool) -> tuple[list[_Removal], int]:
+@dataclass
+class _DaysPruned:
+    """The days whose partitions prune dropped whole: one line each, and their runs counted."""
+
+    notes: list[str] = field(default_factory=list)
+    runs: int = 0
+    failed: int = 0
+
+
+def _prune_postgres(dsn: str, policy: Policy, *, dry_run: bool) -> tuple[list[_Removal], int, _DaysPruned]:
     from spanreplay.recording.postgres import retention
 
+    # A day whose every run is past both windows, whatever its status, goes whole: its
+    # partitions are dropped. A run sits in its start day's partition with all its steps.
+    whole_before = (policy.now - max(policy.success, policy.failure)).date()
+    whole = retention.whole_days(dsn, whole_before)
+    days = _DaysPruned()
+    verb = "would drop" if dry_run else "dropped"
+    for day in whole:
+        days.notes.append(
+            f"{verb} the partitions of {day.day:%Y-%m-%d}: {day.runs} run(s) "
+            f"({day.ok_runs} ok, {day.runs - day.ok_runs} failed or crashed), {day.steps} step(s)"
+        )
+        days.runs += day.runs
+        days.failed += day.runs - day.ok_runs
+    dropped = {day.day for day in whole}
     oldest = policy.oldest_kept
     found = retention.candidates(dsn, older_id=f"run_{oldest:%Y%m%d_%H%M%S}", older_than=oldest)
     removals = []
     for run in found:
+        if run.day in dropped:
+            continue  # goes with its day's partition
         when = run_date(run.run_id) or run.started
         if policy.expired(run.status, when):
             assert when is not None
             removals.append(_Removal(run.run_id, run.status, when, f"{run.steps} steps"))
     total = retention.count(dsn)
     if not dry_run:
+        retention.drop_days(dsn, sorted(dropped))
         retention.delete(dsn, [r.run_id for r in removals])
-    return removals, total - len(removals)
+    return removals, total - len(removals) - days.runs, days
 
 
 @dataclass

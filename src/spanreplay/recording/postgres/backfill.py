@@ -120,11 +120,12 @@ def _write_batch(
     """Write one batch of run and step rows in one transaction; the number of steps that were new."""
     try:
         with conn.transaction(), conn.cursor() as cur:
-            if runs:
-                cur.executemany(span_rows.UPSERT_RUN, runs)
-            if steps:
-                cur.executemany(span_rows.INSERT_STEP, steps)
-                return max(cur.rowcount, 0)
+            for statement, rows in span_rows.by_statement(span_rows.run_statement, runs).items():
+                cur.executemany(statement, rows)
+            added = 0
+            for statement, rows in span_rows.by_statement(span_rows.step_statement, steps).items():
+                cur.executemany(statement, rows)
+                added += max(cur.rowcount, 0)
+            return added
     except psycopg.Error as exc:
         raise failure(dsn, "import the runs", exc) from None
-    return 0

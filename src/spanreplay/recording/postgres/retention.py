@@ -1,14 +1,20 @@
-"""Retention in Postgres: which runs are old enough to go, and deleting them with their steps."""
+"""Retention in Postgres: which runs are old enough to go, and deleting them with their steps.
+
+Whole days go by dropping their partitions (every run of the day and all its
+steps at once); the runs of the days in between, whose windows depend on their
+status, go row by row, each with its steps.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
 from typing import Final
 
 import psycopg
 
+from spanreplay.sources.postgres import partitions
 from spanreplay.sources.postgres.connect import connect, failure
 from spanreplay.sources.postgres.rows import read_status
 
@@ -25,6 +31,8 @@ class StoredRun:
     status: str
     started: datetime | None
     steps: int
+    # The partition it is in (all its steps too).
+    day: date | None = None
 
 
 def candidates(dsn: str, *, older_id: str, older_than: datetime) -> list[StoredRun]:
@@ -32,7 +40,7 @@ def candidates(dsn: str, *, older_id: str, older_than: datetime) -> list[StoredR
     or, for run ids without a date, a start before ``older_than``. The caller applies the
     per-status windows; this only narrows the rows read."""
     query = """
-        SELECT run_id, status, end_ns, started_at, steps_recorded, span_id IS NULL
+        SELECT run_id, status, end_ns, started_at, steps_recorded, span_id IS NULL, run_day
         FROM agent_runs
         WHERE (run_id ~ %(dated)s AND run_id < %(older_id)s)
            OR (run_id !~ %(dated)s AND (started_at IS NULL OR started_at < %(older_than)s))
@@ -49,19 +57,21 @@ def candidates(dsn: str, *, older_id: str, older_than: datetime) -> list[StoredR
             status="crashed" if no_root else read_status(status, end_ns),
             started=started,
             steps=steps,
+            day=day,
         )
-        for run_id, status, end_ns, started, steps, no_root in rows
+        for run_id, status, end_ns, started, steps, no_root, day in rows
     ]
 
 
 def delete(dsn: str, run_ids: Sequence[str]) -> int:
-    """Delete these runs and (by the foreign key's cascade) their steps. Returns the runs deleted."""
+    """Delete these runs and their steps, in the same transactions. Returns the runs deleted."""
     deleted = 0
     with connect(dsn) as conn:
         try:
             for start in range(0, len(run_ids), _DELETE_CHUNK):
                 chunk = list(run_ids[start : start + _DELETE_CHUNK])
                 with conn.transaction():
+                    conn.execute("DELETE FROM agent_steps WHERE run_id = ANY(%s)", (chunk,))
                     cur = conn.execute("DELETE FROM agent_runs WHERE run_id = ANY(%s)", (chunk,))
                     deleted += max(cur.rowcount, 0)
         except psycopg.Error as exc:
@@ -77,3 +87,23 @@ def count(dsn: str) -> int:
         except psycopg.Error as exc:
             raise failure(dsn, "count the runs", exc) from None
     return int(row[0]) if row else 0
+
+
+def whole_days(dsn: str, before: date) -> list[partitions.DayPartition]:
+    """The day partitions older than ``before``, with the runs and steps each holds."""
+    with connect(dsn) as conn:
+        try:
+            with conn.transaction():
+                return [partitions.count_day(conn, day) for day in partitions.partition_days(conn) if day < before]
+        except psycopg.Error as exc:
+            raise failure(dsn, "list the partitions to prune", exc) from None
+
+
+def drop_days(dsn: str, days: Sequence[date]) -> None:
+    """Detach and drop the partitions of these days: their runs and steps go whole."""
+    with connect(dsn) as conn:
+        for day in days:
+            try:
+                partitions.drop_on(conn, day)
+            except psycopg.Error as exc:
+                raise failure(dsn, f"drop the partitions of {day}", exc) from None

@@ -8,7 +8,7 @@ which is what replay reads back (``spanreplay.sources.postgres.rows``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any, Final
 
@@ -19,38 +19,69 @@ from spanreplay.model.codec import span_to_event, span_to_run
 from spanreplay.model.payloads import read_payload
 from spanreplay.model.spans import SpanRecord
 from spanreplay.model.text_escapes import readable_values
-from spanreplay.sources.postgres.rows import to_db_text
+from spanreplay.sources.postgres.rows import id_day, to_db_text
 
 # JSONB rejects the escape of U+0000; such a payload keeps its text but no JSONB copy.
 _NUL_ESCAPE: Final = b"\\u0000"
 
 _STEP_TEXT: Final = ("run_id", "step_type", "key", "call_id", "trace_id", "span_id", "service_name")
-_RUN_TEXT: Final = ("run_id", "agent", "status", "trace_id", "span_id", "service_name", "forked_from", "masking")
+_RUN_TEXT: Final = (
+    "run_id",
+    "agent",
+    "status",
+    "trace_id",
+    "span_id",
+    "service_name",
+    "forked_from",
+    "masking",
+    "parent",
+)
 
-INSERT_STEP: Final = """
-WITH run AS (
-    INSERT INTO agent_runs (run_id, status, trace_id, service_name, start_ns, started_at, schema_version)
-    VALUES (%(run_id)s, 'running', %(trace_id)s, %(service_name)s, %(start_ns)s, %(started_at)s, %(schema_version)s)
-    ON CONFLICT (run_id) DO NOTHING
+# The run's day (its partition, see spanreplay.sources.postgres.partitioned_tables): the
+# date a default run id carries, else the day of the run's row already there, else the
+# day this span started. Every row of a run gets the same day, so a run stays whole.
+# A dated id's day is known here (rows.id_day, the same as the SQL function): its
+# statements name the day, so they are planned against one partition, not all of them.
+_RUN_DAY_GIVEN: Final = "day AS (SELECT %(run_day)s::date AS run_day)"
+_RUN_DAY_LOOKUP: Final = """
+day AS (
+    SELECT coalesce(
+        spanreplay_id_day(%(run_id)s),
+        (SELECT run_day FROM agent_runs WHERE run_id = %(run_id)s ORDER BY run_day LIMIT 1),
+        %(run_day)s::date
+    ) AS run_day
+)"""
+
+_INSERT_STEP: Final = """
+WITH {day}, run AS (
+    INSERT INTO agent_runs (run_id, run_day, status, trace_id, service_name, start_ns, started_at, schema_version)
+    SELECT %(run_id)s, day.run_day, 'running', %(trace_id)s, %(service_name)s, %(start_ns)s, %(started_at)s,
+           %(schema_version)s
+    FROM day
+    ON CONFLICT (run_id, run_day) DO NOTHING
 )
 INSERT INTO agent_steps (
-    run_id, step_number, step_type, key, call_id,
+    run_id, run_day, step_number, step_type, key, call_id,
     input, output, error, input_text, output_text, error_text,
     tokens_in, tokens_out, cost, trace_id, span_id, start_ns, end_ns, created_at,
     attributes, schema_version
-) VALUES (
-    %(run_id)s, %(step_number)s, %(step_type)s, %(key)s, %(call_id)s,
+)
+SELECT
+    %(run_id)s, day.run_day, %(step_number)s, %(step_type)s, %(key)s, %(call_id)s,
     %(input)s::jsonb, %(output)s::jsonb, %(error)s::jsonb, %(input_text)s, %(output_text)s, %(error_text)s,
     %(tokens_in)s, %(tokens_out)s, %(cost)s, %(trace_id)s, %(span_id)s, %(start_ns)s, %(end_ns)s, %(created_at)s,
     %(attributes)s::json, %(schema_version)s
-)
-ON CONFLICT (run_id, step_number) DO UPDATE SET
+FROM day
+ON CONFLICT (run_id, step_number, run_day) DO UPDATE SET
     output = EXCLUDED.output, error = EXCLUDED.error, output_text = EXCLUDED.output_text,
     error_text = EXCLUDED.error_text, tokens_in = EXCLUDED.tokens_in, tokens_out = EXCLUDED.tokens_out,
     cost = EXCLUDED.cost, end_ns = EXCLUDED.end_ns, created_at = EXCLUDED.created_at,
     attributes = EXCLUDED.attributes
 WHERE agent_steps.end_ns = 0 AND EXCLUDED.end_ns <> 0
 """
+
+INSERT_STEP: Final = _INSERT_STEP.format(day=_RUN_DAY_GIVEN)
+INSERT_STEP_LOOKUP: Final = _INSERT_STEP.format(day=_RUN_DAY_LOOKUP)
 
 # A step row is final once its span ended: a retried insert of it does nothing. The one
 # row that changes is a side effect's intent (written when its span started: end_ns 0,
@@ -59,32 +90,72 @@ WHERE agent_steps.end_ns = 0 AND EXCLUDED.end_ns <> 0
 # A copy never replaces one that knows more: the ended run span wins over the
 # started one, either wins over the placeholder a step inserted, and an ended
 # row is final. So copies may arrive in any order, any number of times.
-# The run's steps go with it (ON DELETE CASCADE).
-DELETE_RUN: Final = "DELETE FROM agent_runs WHERE run_id = %(run_id)s"
-
-UPSERT_RUN: Final = """
-INSERT INTO agent_runs AS r (
-    run_id, agent, status, error, error_text, trace_id, span_id, service_name, forked_from, masking,
-    started_at, ended_at, start_ns, end_ns, steps_started, schema_version
-) VALUES (
-    %(run_id)s, %(agent)s, %(status)s, %(error)s::jsonb, %(error_text)s, %(trace_id)s, %(span_id)s,
-    %(service_name)s, %(forked_from)s, %(masking)s, %(started_at)s, %(ended_at)s, %(start_ns)s, %(end_ns)s,
-    %(steps_started)s, %(schema_version)s
+# The run's steps go with it, in the same statement. A dated run id names its day, which
+# the planner then prunes to: the delete touches that day's partitions only.
+DELETE_RUN: Final = """
+WITH steps AS (
+    DELETE FROM agent_steps
+    WHERE run_id = %(run_id)s
+      AND (run_day = spanreplay_id_day(%(run_id)s) OR spanreplay_id_day(%(run_id)s) IS NULL)
 )
-ON CONFLICT (run_id) DO UPDATE SET
+DELETE FROM agent_runs
+WHERE run_id = %(run_id)s AND (run_day = spanreplay_id_day(%(run_id)s) OR spanreplay_id_day(%(run_id)s) IS NULL)
+"""
+
+_UPSERT_RUN: Final = """
+WITH {day}
+INSERT INTO agent_runs AS r (
+    run_id, run_day, agent, status, error, error_text, trace_id, span_id, service_name, forked_from, masking,
+    parent, started_at, ended_at, start_ns, end_ns, steps_started, schema_version
+)
+SELECT
+    %(run_id)s, day.run_day, %(agent)s, %(status)s, %(error)s::jsonb, %(error_text)s, %(trace_id)s, %(span_id)s,
+    %(service_name)s, %(forked_from)s, %(masking)s, %(parent)s, %(started_at)s, %(ended_at)s, %(start_ns)s,
+    %(end_ns)s, %(steps_started)s, %(schema_version)s
+FROM day
+ON CONFLICT (run_id, run_day) DO UPDATE SET
     agent = EXCLUDED.agent, status = EXCLUDED.status, error = EXCLUDED.error,
     error_text = EXCLUDED.error_text, trace_id = EXCLUDED.trace_id, span_id = EXCLUDED.span_id,
     service_name = EXCLUDED.service_name, forked_from = EXCLUDED.forked_from, masking = EXCLUDED.masking,
-    started_at = EXCLUDED.started_at, ended_at = EXCLUDED.ended_at, start_ns = EXCLUDED.start_ns,
-    end_ns = EXCLUDED.end_ns, steps_started = EXCLUDED.steps_started,
+    parent = EXCLUDED.parent, started_at = EXCLUDED.started_at, ended_at = EXCLUDED.ended_at,
+    start_ns = EXCLUDED.start_ns, end_ns = EXCLUDED.end_ns, steps_started = EXCLUDED.steps_started,
     schema_version = EXCLUDED.schema_version
 WHERE r.span_id IS NULL OR (r.end_ns IS NULL AND EXCLUDED.end_ns IS NOT NULL)
 """
+
+UPSERT_RUN: Final = _UPSERT_RUN.format(day=_RUN_DAY_GIVEN)
+UPSERT_RUN_LOOKUP: Final = _UPSERT_RUN.format(day=_RUN_DAY_LOOKUP)
+
+
+def step_statement(params: Mapping[str, Any]) -> str:
+    """The statement that writes these ``step_params``: the lookup of the run's day only
+    for a run id that does not carry it."""
+    return INSERT_STEP if params["dated"] else INSERT_STEP_LOOKUP
+
+
+def run_statement(params: Mapping[str, Any]) -> str:
+    """The statement that writes these ``run_params`` (see ``step_statement``)."""
+    return UPSERT_RUN if params["dated"] else UPSERT_RUN_LOOKUP
+
+
+def by_statement(
+    choose: Callable[[Mapping[str, Any]], str], rows: Iterable[dict[str, Any]]
+) -> dict[str, list[dict[str, Any]]]:
+    """``rows`` grouped by the statement ``choose`` picks for each, in their order."""
+    grouped: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        grouped.setdefault(choose(row), []).append(row)
+    return grouped
 
 
 def _escaped(params: dict[str, Any], columns: tuple[str, ...]) -> dict[str, Any]:
     for column in columns:
         params[column] = to_db_text(params[column])
+    # After the escapes: the day is read from the id as the table holds it, as the SQL does.
+    dated = id_day(params["run_id"])
+    params["dated"] = dated is not None
+    if dated is not None:
+        params["run_day"] = dated
     return params
 
 
@@ -150,7 +221,9 @@ def step_params(span: SpanRecord) -> dict[str, Any]:
         "span_id": event.span_id,
         "start_ns": event.start_ns,
         "end_ns": event.end_ns,
-        "created_at": _time(event.end_ns) or datetime.now(UTC),
+        "created_at": (created_at := _time(event.end_ns) or datetime.now(UTC)),
+        # The run's day when nothing else says it (see _RUN_DAY_LOOKUP): the day the step started.
+        "run_day": (_time(event.start_ns) or created_at).date(),
         "attributes": _json_text(attributes),
         "schema_version": event.schema_version,
         # For the placeholder run row, when the step arrives before its run span.
@@ -183,6 +256,8 @@ def run_params(span: SpanRecord) -> dict[str, Any]:
         "service_name": info.service_name,
         "forked_from": info.forked_from,
         "masking": info.masking,
+        "parent": info.parent,
+        "run_day": (_time(info.start_ns) or datetime.now(UTC)).date(),
         "started_at": _time(info.start_ns),
         "ended_at": _time(info.end_ns) if span.ended else None,
         "start_ns": info.start_ns,

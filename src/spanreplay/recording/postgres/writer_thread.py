@@ -17,13 +17,16 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, Final
 
 import psycopg
 from psycopg_pool import ConnectionPool
 
 from spanreplay.model.spans import SpanRecord, from_sdk_span
+from spanreplay.sources.postgres import partitions
 from spanreplay.sources.postgres.connect import connect_kwargs, describe, failure, first_line, session_settings
+from spanreplay.sources.postgres.schema import AHEAD_DAYS
 
 from ..exporters._foreign import guarded
 from . import notices, span_rows
@@ -33,6 +36,10 @@ logger = logging.getLogger("spanreplay")
 
 _FIRST_BACKOFF: Final = 0.5
 _MAX_BACKOFF: Final = 30.0
+# The writer makes the coming days' partitions after its first commit, then this often
+# (seconds); when it could not (the lock was taken, an older schema), it tries again sooner.
+_PARTITIONS_EVERY: Final = 12 * 3600.0
+_PARTITIONS_RETRY: Final = 600.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +77,9 @@ class RowWriter:
         # Two batches: the writer commits one while the next fills.
         self.high_water = max(1, min(2 * self.batch_size, self.max_pending // 2))
         self.stats = PostgresExportStats()
+        # The days ahead the writer makes partitions for, and the clock that says today.
+        self.partitions_ahead = AHEAD_DAYS
+        self.clock: Callable[[], datetime] = lambda: datetime.now(UTC)
         self._where = describe(dsn)
         self._init_state()
 
@@ -98,6 +108,7 @@ class RowWriter:
         self._last_error = ""
         self._reported_refusals: set[tuple[str, str]] = set()
         self._close_deadline = 0.0
+        self._partitions_due = 0.0
         self._pool = ConnectionPool(
             self.dsn,
             min_size=1,
@@ -263,6 +274,7 @@ class RowWriter:
                 self._taken_at = time.monotonic()
             try:
                 self._write(batch)  # on failure it is queued again, retried after the backoff
+                self._make_partitions()
             finally:
                 with self._cond:
                     self._in_flight = 0
@@ -270,6 +282,25 @@ class RowWriter:
                         self._reported_full = False
                     self._cond.notify_all()
                     self._room.notify_all()
+
+    def _make_partitions(self) -> None:
+        """Make the partitions of the coming days, when due; a row of a day without one waits
+        in the default partition meanwhile, so a failure here only logs and retries later."""
+        now = time.monotonic()
+        if now < self._partitions_due or self._outage:
+            return
+        self._partitions_due = now + _PARTITIONS_RETRY
+        first, last = partitions.ahead_range(self.clock().date(), self.partitions_ahead)
+        try:
+            with self._pool.connection(timeout=self.timeout) as conn:
+                made = partitions.make_on(conn, first, last, wait=False)
+        except Exception as exc:  # the agent's rows matter more: never let this stop the writer
+            logger.debug(
+                "spanreplay could not make the partitions of %s to %s in %s: %s", first, last, self._where, exc
+            )
+            return
+        if made is not None:
+            self._partitions_due = now + _PARTITIONS_EVERY
 
     def _next_batch(self) -> list[Write] | None:
         """Wait (holding the lock) until a batch is due; None when closing with nothing left."""

@@ -4,6 +4,7 @@ which errors are about one row rather than the connection, and the pool's noise.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -11,14 +12,19 @@ import psycopg
 import psycopg_pool
 from opentelemetry.sdk.trace import ReadableSpan
 
-from .span_rows import DELETE_RUN, INSERT_STEP, UPSERT_RUN
+from .span_rows import DELETE_RUN, by_statement, run_statement, step_statement
 
 POOL_NAME: Final = "spanreplay-exporter"
 STEP: Final = "step"
 RUN: Final = "run"
 # The keep policy dropped a run: its rows go, after every row of it queued before.
 DELETE: Final = "delete"
-STATEMENTS: Final = {RUN: UPSERT_RUN, STEP: INSERT_STEP, DELETE: DELETE_RUN}
+# The statement each kind of row is written with, chosen by its parameters.
+STATEMENTS: Final[dict[str, Callable[[Mapping[str, Any]], str]]] = {
+    RUN: run_statement,
+    STEP: step_statement,
+    DELETE: lambda _: DELETE_RUN,
+}
 
 # Errors about one row, not the connection: the server answered and will give the
 # same answer for this row every time, so retrying it would only hold up the rest.
@@ -86,14 +92,14 @@ def commit(pool: psycopg_pool.ConnectionPool[Any], timeout: float, writes: list[
     """Commit ``writes`` in one transaction; the failure, or None when committed."""
     try:
         with pool.connection(timeout=timeout) as conn:
-            if len(writes) == 1:
-                conn.execute(STATEMENTS[writes[0].kind], writes[0].params)
+            if len(writes) == 1 and writes[0].params is not None:
+                conn.execute(STATEMENTS[writes[0].kind](writes[0].params), writes[0].params)
             else:
                 with conn.transaction(), conn.cursor() as cur:
                     for kind in (RUN, STEP, DELETE):  # a run's delete after its rows in the batch
                         params = [w.params for w in writes if w.kind == kind and w.params is not None]
-                        if params:
-                            cur.executemany(STATEMENTS[kind], params)
+                        for statement, rows in by_statement(STATEMENTS[kind], params).items():
+                            cur.executemany(statement, rows)
     except Exception as exc:  # any failure: the database is down, slow or refuses
         return exc
     return None

@@ -14,6 +14,9 @@ APPLICATION_NAME: Final = "spanreplay"
 # How a session's commits end: "sync" waits for the WAL flush (the server's
 # synchronous_commit), "async" returns before it (synchronous_commit=off).
 COMMIT_MODES: Final = ("sync", "async")
+# pg_advisory_xact_lock key taken by whatever changes the tables' shape (migrations,
+# partitions made or dropped): the ASCII of "spanrepl", so it cannot collide by accident.
+SCHEMA_LOCK: Final = 0x7370616E7265706C
 
 
 def check_dsn(dsn: str) -> None:
@@ -102,6 +105,14 @@ def failure(dsn: str, doing: str, exc: BaseException) -> PostgresError:
     hint = ""
     if isinstance(exc, psycopg.errors.UndefinedTable):
         hint = f" The spanreplay tables are missing: run `spanreplay db upgrade {describe(dsn)}` first."
+    elif isinstance(exc, psycopg.errors.UndefinedFunction):
+        # The writer's statements call the schema's functions before naming a table.
+        hint = (
+            f" The spanreplay tables are missing: run `spanreplay db upgrade {describe(dsn)}` first "
+            "(or they are of an older schema version, which it upgrades)."
+        )
+    elif isinstance(exc, psycopg.errors.UndefinedColumn):
+        hint = f" The spanreplay tables are of an older schema version: run `spanreplay db upgrade {describe(dsn)}`."
     elif isinstance(exc, (psycopg.errors.QueryCanceled, psycopg.errors.LockNotAvailable)):
         hint = " The server was too slow (statement or lock timeout); retry, or raise the timeout."
     elif isinstance(exc, psycopg.OperationalError):

@@ -10,6 +10,8 @@ here, on the reading side, which both sides import.
 from __future__ import annotations
 
 import json
+import re
+from datetime import date
 from typing import Any, Final
 
 import orjson
@@ -31,13 +33,15 @@ _NUL_TEXT: Final = "\\u0000"
 # says every code point; the readers give back the identical str.
 _MARK: Final = "\ufdd0"
 
+_DATED_ID: Final = re.compile(r"^run_([0-9]{4})([0-9]{2})([0-9]{2})_([0-9]{2})([0-9]{2})([0-9]{2})_")
+
 STEP_COLUMNS: Final = (
     "run_id, step_number, step_type, key, call_id, input_text, output_text, error_text, "
     "schema_version, trace_id, span_id, start_ns, end_ns, attributes::text"
 )
 RUN_COLUMNS: Final = (
     "run_id, agent, status, error_text, trace_id, span_id, start_ns, end_ns, service_name, steps_started, forked_from, "
-    "masking"
+    "masking, parent"
 )
 
 
@@ -62,6 +66,25 @@ def from_db_text(value: Any) -> Any:
             return value  # not written by to_db_text: kept as it is, so it matches nothing recorded
         return text if isinstance(text, str) else value
     return value.replace(_NUL_TEXT, _NUL) if _NUL_TEXT in value else value
+
+
+def id_day(db_run_id: str) -> date | None:
+    """The UTC day a default run id carries (``run_YYYYMMDD_HHMMSS_...``), given as the
+    table holds it (``to_db_text``); None for any other id or a date that does not exist.
+
+    The same answer as the schema's ``spanreplay_id_day``: rows of such a run are in
+    that day's partition, so a writer or reader that knows it names the partition.
+    """
+    match = _DATED_ID.match(db_run_id)
+    if not match:
+        return None
+    year, month, day, hour, minute, second = map(int, match.groups())
+    if year < 1 or hour > 23 or minute > 59 or second > 61:
+        return None
+    try:
+        return date(year, month, day)
+    except ValueError:
+        return None
 
 
 def read_status(status: str, end_ns: int | None) -> str:
@@ -101,9 +124,8 @@ def event_from_row(row: tuple[Any, ...], origin: str) -> Event:
 
 def run_from_row(row: tuple[Any, ...], origin: str) -> RunInfo:
     """A RunInfo from the ``RUN_COLUMNS`` of one ``agent_runs`` row."""
-    run_id, agent, status, error_text, trace_id, span_id, start_ns, end_ns, service, steps, forked, masking = map(
-        from_db_text, row
-    )
+    (run_id, agent, status, error_text, trace_id, span_id, start_ns, end_ns, service, steps, forked, masking,
+     parent) = map(from_db_text, row)  # fmt: skip
     if span_id is None:
         # Only steps arrived, never the run span: what a trace file without its root gives.
         return RunInfo(run_id=run_id, status=sc.RUN_STATUS_CRASHED)
@@ -120,4 +142,5 @@ def run_from_row(row: tuple[Any, ...], origin: str) -> RunInfo:
         steps=steps,
         forked_from=forked,
         masking=masking,
+        parent=parent,
     )

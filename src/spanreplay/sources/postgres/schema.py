@@ -10,15 +10,16 @@ The tables live in the first schema of the connection's ``search_path``
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, date, datetime
 from typing import Any, Final
 
 import psycopg
 
-from .connect import connect, describe, failure
+from . import partitions
+from .connect import SCHEMA_LOCK, connect, describe, failure
+from .partitioned_tables import ID_DAY_SQL, MIGRATION_DAYS, V4_SQL
 
 MIGRATIONS_TABLE: Final = "spanreplay_migrations"
-# pg_advisory_xact_lock key: the ASCII of "spanrepl", so it cannot collide by accident.
-_LOCK_KEY: Final = 0x7370616E7265706C
 
 
 @dataclass(frozen=True)
@@ -166,9 +167,14 @@ MIGRATIONS: Final = (
     Migration(1, "agent_runs and agent_steps", _V1),
     Migration(2, "agent_runs.masking", _V2),
     Migration(3, "agent_steps outcome totals for side-effect intents", _V3),
+    Migration(4, "agent_runs and agent_steps partitioned by day, agent_runs.parent", V4_SQL),
 )
 # The schema version this release writes and reads.
 LATEST: Final = MIGRATIONS[-1].version
+# The version whose tables are partitioned by day.
+PARTITIONED: Final = 4
+# Days after today that partitions are made for ahead (db upgrade, the writer).
+AHEAD_DAYS: Final = 7
 
 
 def current_version(conn: psycopg.Connection[Any]) -> int:
@@ -180,14 +186,16 @@ def current_version(conn: psycopg.Connection[Any]) -> int:
     return int(found[0]) if found else 0
 
 
-def upgrade(dsn: str, *, timeout: float = 30.0) -> list[Migration]:
-    """Apply the migrations the database lacks, oldest first. Returns those applied."""
+def upgrade(dsn: str, *, timeout: float = 30.0, today: date | None = None, ahead: int = AHEAD_DAYS) -> list[Migration]:
+    """Apply the migrations the database lacks, oldest first, then make the partitions of
+    yesterday to ``ahead`` days after ``today`` (UTC today by default). Returns the
+    migrations applied."""
     applied: list[Migration] = []
     with connect(dsn, timeout=timeout) as conn:
         try:
             for migration in MIGRATIONS:
                 with conn.transaction():
-                    conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
+                    conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
                     conn.execute(
                         f"CREATE TABLE IF NOT EXISTS {MIGRATIONS_TABLE} ("
                         "version INTEGER PRIMARY KEY, name TEXT NOT NULL, "
@@ -203,7 +211,59 @@ def upgrade(dsn: str, *, timeout: float = 30.0) -> list[Migration]:
                     applied.append(migration)
         except psycopg.Error as exc:
             raise failure(dsn, f"apply migration {migration.version} ({migration.name})", exc) from None
+    first, last = partitions.ahead_range(today or datetime.now(UTC).date(), ahead)
+    partitions.make(dsn, first, last, timeout=timeout)
     return applied
+
+
+def plan(dsn: str, *, timeout: float = 30.0) -> list[str]:
+    """What ``upgrade`` would do to the database ``dsn``, one sentence a line; changes nothing.
+
+    Everything is read in one transaction that is rolled back whatever happens
+    (the move to day partitions needs a temporary copy of the run-day function
+    to count the days the rows would go to).
+    """
+    with connect(dsn, timeout=timeout) as conn:
+        try:
+            with conn.transaction(force_rollback=True):
+                found = current_version(conn)
+                lines = [f"would apply migration {m.version}: {m.name}" for m in MIGRATIONS if m.version > found]
+                if 1 <= found < PARTITIONED:
+                    lines.extend(_partition_plan(conn))
+        except psycopg.Error as exc:
+            raise failure(dsn, "plan the upgrade", exc) from None
+    if not lines:
+        lines.append(f"no migration to apply: {describe(dsn)} is at schema version {found}")
+    return lines
+
+
+def _partition_plan(conn: psycopg.Connection[Any]) -> list[str]:
+    """The rows migration 4 would move out of the unpartitioned tables, and the partitions it would make."""
+    conn.execute(ID_DAY_SQL.format(name="pg_temp.spanreplay_id_day"))
+    counted = conn.execute(
+        "SELECT (SELECT count(*) FROM agent_runs), (SELECT count(*) FROM agent_steps), "
+        "pg_total_relation_size('agent_runs') + pg_total_relation_size('agent_steps')"
+    ).fetchone()
+    assert counted is not None
+    runs, steps, size = counted
+    # The days the migration gives the runs: the date a run id carries, else its start.
+    days = conn.execute(
+        "SELECT count(*), min(day), max(day) FROM (SELECT DISTINCT"
+        " coalesce(pg_temp.spanreplay_id_day(run_id), (started_at AT TIME ZONE 'UTC')::date) AS day"
+        " FROM agent_runs) AS d WHERE day IS NOT NULL"
+    ).fetchone()
+    assert days is not None
+    distinct, first, last = days
+    lines = [
+        f"would move {runs} run(s) and {steps} step(s) ({size / 1e6:.1f} MB with their indexes) into tables "
+        "partitioned by day, in one transaction: writers wait for it, and a failure changes nothing",
+    ]
+    if distinct:
+        lines.append(
+            f"would make the partitions of {min(distinct, MIGRATION_DAYS)} day(s) the runs started on, "
+            f"from {first} to {last}; runs of other days go to the default partitions"
+        )
+    return lines
 
 
 def version(dsn: str, *, timeout: float = 10.0) -> int:

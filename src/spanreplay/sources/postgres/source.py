@@ -27,7 +27,7 @@ from .connect import connect, describe, failure
 
 _SUMMARY = """
 SELECT r.run_id, r.agent, r.status, r.error_text, r.steps_recorded, r.trace_id, r.span_id,
-       r.start_ns, r.end_ns, r.service_name
+       r.start_ns, r.end_ns, r.service_name, r.parent
 FROM agent_runs AS r
 ORDER BY r.start_ns NULLS FIRST, r.run_id
 """
@@ -46,7 +46,9 @@ def runs(dsn: str) -> list[RunSummary]:
 
 
 def _summary(row: tuple[Any, ...], dsn: str) -> RunSummary:
-    run_id, agent, status, error_text, steps, trace_id, span_id, start_ns, end_ns, service = map(rows.from_db_text, row)
+    run_id, agent, status, error_text, steps, trace_id, span_id, start_ns, end_ns, service, parent = map(
+        rows.from_db_text, row
+    )
     error: str | None = None
     if error_text is not None:
         try:
@@ -63,6 +65,7 @@ def _summary(row: tuple[Any, ...], dsn: str) -> RunSummary:
         start_ns=start_ns or 0,
         end_ns=(end_ns or 0) if span_id is not None else 0,
         service_name=service,
+        parent=parent,
     )
 
 
@@ -82,10 +85,16 @@ def load(dsn: str, run_id: str | None = None) -> EventLog:
                 if run_id is None:
                     found = conn.execute("SELECT run_id FROM agent_runs ORDER BY start_ns, run_id LIMIT 6").fetchall()
                     run_id = _only_run([r[0] for r in found], where)
-                run_row = conn.execute(
-                    f"SELECT {rows.RUN_COLUMNS} FROM agent_runs WHERE run_id = %s", (rows.to_db_text(run_id),)
-                ).fetchone()
-                if run_row is None:
+                # A dated id names its day's partition; any other id is looked up in each.
+                db_id = rows.to_db_text(run_id)
+                day = rows.id_day(db_id)
+                found_runs = conn.execute(
+                    f"SELECT {rows.RUN_COLUMNS}, run_day FROM agent_runs WHERE run_id = %s"
+                    + (" AND run_day = %s" if day is not None else "")
+                    + " ORDER BY run_day",
+                    (db_id, day) if day is not None else (db_id,),
+                ).fetchall()
+                if not found_runs:
                     latest = conn.execute(
                         "SELECT run_id FROM agent_runs ORDER BY start_ns DESC NULLS LAST, run_id DESC LIMIT 5"
                     ).fetchall()
@@ -97,9 +106,13 @@ def load(dsn: str, run_id: str | None = None) -> EventLog:
                         run_id=run_id,
                         available=tuple(r[0] for r in reversed(latest)),
                     )
+                # The run's day names the one partition its steps are in (the planner prunes
+                # to it); a run written twice under two days (see docs/postgres.md) reads both.
+                run_row = found_runs[0][:-1]
                 step_rows = conn.execute(
-                    f"SELECT {rows.STEP_COLUMNS} FROM agent_steps WHERE run_id = %s ORDER BY step_number",
-                    (rows.to_db_text(run_id),),
+                    f"SELECT {rows.STEP_COLUMNS} FROM agent_steps WHERE run_id = %s AND run_day = ANY(%s) "
+                    "ORDER BY step_number",
+                    (rows.to_db_text(run_id), [r[-1] for r in found_runs]),
                 ).fetchall()
         except psycopg.Error as exc:
             raise failure(dsn, f"read run {run_id}", exc) from None
