@@ -202,7 +202,10 @@ def _plan(item: pytest.Item) -> _TestRun:
     made: tuple[Path, ...] = ()
     claim: TraceClaim | None = None
     if not exists and mode in ("once", "record"):
-        made, claim = _claim(trace)
+        try:
+            made, claim = _claim(trace)
+        except (SpanReplayError, OSError) as exc:  # a planted link, a folder this user cannot write to
+            raise pytest.fail.Exception(f"spanreplay: cannot record {where}: {exc}", pytrace=False) from None
         # Another worker may have recorded it while this one waited: replayed (once) or kept (record).
         exists = trace.is_file()
         if exists:

@@ -18,9 +18,10 @@ from pathlib import Path
 import pytest
 
 import spanreplay
+from spanreplay.model.private_files import TraceFileLinkError
 from spanreplay.recording.trace_claims import claim_trace, lock_path, publish_trace
 
-pytest.importorskip("xdist")
+pytest_plugins = ["pytester"]
 
 SHOP = """
 import os
@@ -111,6 +112,7 @@ def child_pytest(suite: Path, cwd: Path, *args: str, offline: bool = False) -> s
 @pytest.mark.slow
 @pytest.mark.parametrize("dist", ["each", "load"])
 def test_two_workers_record_each_trace_once_then_replay_it_offline(tmp_path: Path, dist: str) -> None:
+    pytest.importorskip("xdist")
     suite = tmp_path / "suite"
     (suite / "tests" / "nested").mkdir(parents=True)
     (suite / "tests" / "test_shop.py").write_text(SHOP)
@@ -193,3 +195,33 @@ def test_publishing_never_overwrites_a_trace_saved_first_but_in_rewrite(tmp_path
     assert trace.read_text() == "theirs\n"
     assert publish_trace(mine, trace, replace=True)
     assert trace.read_text() == "mine\n"
+
+
+def test_a_link_planted_at_the_lock_file_is_refused_and_its_target_left_alone(tmp_path: Path) -> None:
+    if sys.platform == "win32":
+        pytest.skip("no links to plant")
+    trace = tmp_path / "traces" / "t.jsonl"
+    trace.parent.mkdir()
+    target = tmp_path / "profile"
+    target.write_text("kept\n")
+    lock_path(trace).symlink_to(target)
+    with pytest.raises(TraceFileLinkError, match="is a symbolic link"):
+        claim_trace(trace)
+    assert target.read_text() == "kept\n"
+
+
+def test_a_planted_lock_link_fails_the_test_that_would_record_with_one_sentence(
+    pytester: pytest.Pytester, pytestconfig: pytest.Config
+) -> None:
+    if sys.platform == "win32":
+        pytest.skip("no links to plant")
+    plugin = [] if pytestconfig.pluginmanager.has_plugin("spanreplay") else ["-p", "spanreplay.pytest_plugin"]
+    pytester.makepyfile(test_x="import pytest\n\n@pytest.mark.spanreplay\ndef test_it():\n    pass\n")
+    trace = pytester.path / "traces" / "test_x" / "test_it.jsonl"
+    trace.parent.mkdir(parents=True)
+    lock_path(trace).symlink_to(pytester.path / "target")
+    result = pytester.runpytest("-p", "no:cacheprovider", *plugin)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*spanreplay: cannot record traces/test_x/test_it.jsonl: *is a symbolic link*"])
+    assert not (pytester.path / "target").exists()
+    assert not trace.exists()
