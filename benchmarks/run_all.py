@@ -34,6 +34,7 @@ BENCHMARKS = (
     "bench_cost.py",
     "bench_anthropic.py",  # needs vcrpy (the bench extra)
     "bench_check.py",
+    "bench_check_shards.py",
     "bench_error_rebuild.py",
     "bench_langchain.py",  # needs langchain-core (the langchain extra)
     "bench_mcp.py",  # needs mcp (the mcp extra)

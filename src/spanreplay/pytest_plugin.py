@@ -19,6 +19,13 @@ The trace of ``tests/test_agent.py::test_order_status`` is
 ``tests/traces/test_agent/test_order_status.jsonl``; ``trace=`` names another file,
 relative to the test module's folder, and ``run=`` the run to replay in it (or the
 run id to record under).
+
+Under pytest-xdist (``pytest -n auto``) each worker finds a test's trace the same
+way, beside the test module whatever the worker's directory. Two workers that
+would record the same missing trace (``trace=`` naming one file for two tests)
+take turns (``recording.trace_claims``): the first records it, the second waits
+and then replays what the first saved, as it would have run after it in one
+process. A saved trace is never overwritten but in ``rewrite`` mode.
 """
 
 from __future__ import annotations
@@ -38,6 +45,7 @@ from typing import TYPE_CHECKING, Any, Final, NoReturn, cast
 import pytest
 
 if TYPE_CHECKING:
+    from spanreplay.recording.trace_claims import TraceClaim
     from spanreplay.replaying.replaying_run import ReplayingRun
     from spanreplay.run.base import Run
 
@@ -105,6 +113,14 @@ class _TestRun:
     save: bool = False
     # Why the test fails before its body runs (replay mode with no trace).
     failure: str | None = None
+    # Record only: this worker's turn to record the missing trace, held until it is saved
+    # (or the test failed); and the folders made for it, removed again when nothing is saved.
+    claim: TraceClaim | None = None
+    made: tuple[Path, ...] = ()
+
+    def release(self) -> None:
+        if self.claim is not None:
+            self.claim.release()
 
 
 _planned_key = pytest.StashKey[_TestRun]()
@@ -183,6 +199,18 @@ def _plan(item: pytest.Item) -> _TestRun:
     mode = _mode(item.config)
     exists = trace.is_file()
     where = _shown(trace, item.config)
+    made: tuple[Path, ...] = ()
+    claim: TraceClaim | None = None
+    if not exists and mode in ("once", "record"):
+        try:
+            made, claim = _claim(trace)
+        except (SpanReplayError, OSError) as exc:  # a planted link, a folder this user cannot write to
+            raise pytest.fail.Exception(f"spanreplay: cannot record {where}: {exc}", pytrace=False) from None
+        # Another worker may have recorded it while this one waited: replayed (once) or kept (record).
+        exists = trace.is_file()
+        if exists:
+            claim.release()
+            claim = None
     if mode == "replay" or (mode == "once" and exists):
         if not exists:
             return _TestRun(
@@ -200,8 +228,18 @@ def _plan(item: pytest.Item) -> _TestRun:
     try:
         run = RecordingRun(_UNSAFE.sub("_", item.name), run_id)
     except SpanReplayError as exc:
+        if claim is not None:
+            claim.release()
         raise pytest.fail.Exception(f"spanreplay: cannot record {item.nodeid}: {exc}", pytrace=False) from None
-    return _TestRun(trace, run, save=mode == "rewrite" or not exists)
+    return _TestRun(trace, run, save=mode == "rewrite" or not exists, claim=claim, made=made)
+
+
+def _claim(trace: Path) -> tuple[tuple[Path, ...], TraceClaim]:
+    """The folders about to be made for ``trace`` (the deepest first), and this worker's turn to record it."""
+    from spanreplay.recording.trace_claims import claim_trace
+
+    made = tuple(itertools.takewhile(lambda folder: not folder.exists(), trace.parents))
+    return made, claim_trace(trace)
 
 
 def _open_replay(trace: Path, run_id: str | None, ignore_paths: Sequence[str]) -> ReplayingRun:
@@ -281,6 +319,7 @@ def pytest_runtest_teardown(item: pytest.Item) -> Generator[None, object, object
         # A run is used once: a rerun of the test plans a new one, and the recording's
         # events are not kept alive while the other tests run.
         if _planned_key in item.stash:
+            item.stash[_planned_key].release()  # a test that ended before its body still lets others record
             del item.stash[_planned_key]
 
 
@@ -337,7 +376,7 @@ def _recorded(planned: _TestRun, config: pytest.Config) -> Generator[None, objec
     run = planned.run
     assert run is not None
     # The folders made for the trace, the deepest first: removed again if no trace is saved in them.
-    made = list(itertools.takewhile(lambda folder: not folder.exists(), planned.trace.parents))
+    made = planned.made or tuple(itertools.takewhile(lambda folder: not folder.exists(), planned.trace.parents))
     planned.trace.parent.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix=".spanreplay-", dir=planned.trace.parent))
     try:
@@ -348,6 +387,7 @@ def _recorded(planned: _TestRun, config: pytest.Config) -> Generator[None, objec
         return result
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+        planned.release()
         for folder in made:
             with contextlib.suppress(OSError):  # not empty: a trace was saved there
                 folder.rmdir()
@@ -355,6 +395,7 @@ def _recorded(planned: _TestRun, config: pytest.Config) -> Generator[None, objec
 
 def _save(scratch: Path, run_id: str, trace: Path, config: pytest.Config) -> None:
     from spanreplay.model.run_ids import checked_run_id, path_inside
+    from spanreplay.recording.trace_claims import publish_trace
 
     # The recording's own run id (checked when the run was made); kept inside the scratch folder all the same.
     recorded = path_inside(scratch, f"{checked_run_id(run_id, where='the recording')}.jsonl")
@@ -372,5 +413,5 @@ def _save(scratch: Path, run_id: str, trace: Path, config: pytest.Config) -> Non
             "a test that records must not turn recording off (spanreplay.reset(), configure(trace_dir=None)).",
             pytrace=False,
         )
-    # Same folder, so the rename is atomic: a reader never sees half a trace.
-    os.replace(recorded, trace)
+    # Kept when another recorder saved it first (only without a claim: a platform without flock).
+    publish_trace(recorded, trace, replace=_mode(config) == "rewrite")

@@ -2,6 +2,7 @@
 
 A deploy gate: every selected run is replayed in a process of its own (see
 ``_check_processes``), ``-j N`` at a time, and the command exits 1 when one diverged.
+``--shard I/N`` keeps the runs of one of N CI runners (see ``_check_shards``).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from spanreplay.sources.kinds import SourceKind, source_kind
 from ._check_processes import fresh_processes, replay_in_fresh_process
 from ._check_run import COMPLETED, DIVERGED, ERROR, REPRODUCED, Verdict
 from ._check_select import STATUSES, parse_since, select_runs
+from ._check_shards import Shard, parse_shard, split_runs
 from ._common import EXIT_BAD_INPUT, EXIT_OK, BadInput, CliState, console, print_json, printable
 from ._junit import Case, write_junit_xml
 
@@ -80,6 +82,13 @@ class Checked:
 )
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=1, show_default=True, help="Replay N runs at a time.")
 @click.option(
+    "--shard",
+    "shard_text",
+    metavar="I/N",
+    help="Replay only shard I of N (1-based), split by a hash of the run id: each of N CI runners "
+    "passes its own I, and every run is replayed by exactly one of them.",
+)
+@click.option(
     "--ignore",
     "ignore_paths",
     multiple=True,
@@ -92,7 +101,12 @@ class Checked:
     metavar="SECONDS",
     help="Count a replay that takes longer as diverged (its process is killed).",
 )
-@click.option("--junit-xml", type=click.Path(dir_okay=False), metavar="FILE", help="Write one JUnit testcase per run.")
+@click.option(
+    "--junit-xml",
+    type=click.Path(dir_okay=False),
+    metavar="FILE",
+    help="Write one JUnit testcase per run; {shard} in FILE is replaced by the shard's I.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the verdicts as JSON, for scripts.")
 @click.pass_obj
 def check_command(  # noqa: PLR0913 -- click passes one keyword argument per option
@@ -104,6 +118,7 @@ def check_command(  # noqa: PLR0913 -- click passes one keyword argument per opt
     since: str | None,
     status: str,
     jobs: int,
+    shard_text: str | None,
     ignore_paths: Sequence[str],
     timeout: float | None,
     junit_xml: str | None,
@@ -123,12 +138,14 @@ def check_command(  # noqa: PLR0913 -- click passes one keyword argument per opt
     module, sep, function = entry.partition(":")
     if not sep or not module or not function:
         raise BadInput(f"--entry {entry!r} is not module:function; write it as e.g. --entry mypkg.agent:main.")
+    shard = parse_shard(shard_text) if shard_text is not None else None
     started_at = state.clock()
     cutoff = parse_since(since, started_at) if since is not None else None
     selection = select_runs(open_source(source).runs(), agents=agents, since=cutoff, status=status)
+    runs, elsewhere = split_runs(selection.runs, shard) if shard is not None else (selection.runs, 0)
     started = time.perf_counter()
     checked: list[Checked] = []
-    for done in _replay_all(source, selection.runs, entry, ignore_paths, jobs, timeout):
+    for done in _replay_all(source, runs, entry, ignore_paths, jobs, timeout):
         checked.append(done)
         if not as_json:
             _print_verdict(done)
@@ -137,13 +154,17 @@ def check_command(  # noqa: PLR0913 -- click passes one keyword argument per opt
     for done in checked:
         totals[done.verdict.outcome] += 1
     if junit_xml is not None:
+        suite = f"spanreplay check {source}" + (f" (shard {shard})" if shard is not None else "")
         cases = [_case(done) for done in checked]
-        write_junit_xml(junit_xml, f"spanreplay check {source}", cases, timestamp=started_at, seconds=seconds)
+        write_junit_xml(_junit_path(junit_xml, shard), suite, cases, timestamp=started_at, seconds=seconds)
     if as_json:
         print_json(
             {
                 "source": source,
                 "entry": entry,
+                "shard": None
+                if shard is None
+                else {"index": shard.index, "count": shard.count, "runs": len(runs), "other_shards": elsewhere},
                 "runs": [
                     {**done.verdict.to_dict(), "agent": done.run.agent, "recorded_status": done.run.status}
                     for done in checked
@@ -153,7 +174,7 @@ def check_command(  # noqa: PLR0913 -- click passes one keyword argument per opt
             }
         )
     else:
-        _print_totals(checked, totals, seconds, selection.left_out())
+        _print_totals(checked, totals, seconds, _shard_note(shard, len(runs), elsewhere), selection.left_out())
     if totals[ERROR]:
         raise click.exceptions.Exit(EXIT_BAD_INPUT)
     raise click.exceptions.Exit(EXIT_DIVERGED_RUNS if totals[DIVERGED] else EXIT_OK)
@@ -201,15 +222,29 @@ def _print_verdict(done: Checked) -> None:
     console().print(line, soft_wrap=True)
 
 
-def _print_totals(checked: Sequence[Checked], totals: dict[str, int], seconds: float, left_out: str) -> None:
+def _junit_path(path: str, shard: Shard | None) -> str:
+    """``--junit-xml`` with ``{shard}`` replaced by the shard's I (1 without --shard)."""
+    return path.replace("{shard}", str(shard.index if shard is not None else 1))
+
+
+def _shard_note(shard: Shard | None, mine: int, elsewhere: int) -> str:
+    """``shard 2/4: 5 run(s) here, 14 on the other shards``, or ``""`` without --shard."""
+    if shard is None:
+        return ""
+    return f"shard {shard}: {mine} run(s) here, {elsewhere} on the other shards"
+
+
+def _print_totals(
+    checked: Sequence[Checked], totals: dict[str, int], seconds: float, shard_note: str, left_out: str
+) -> None:
     out = console()
+    notes = "; ".join(note for note in (shard_note, left_out) if note)
     if not checked:
-        out.print("no runs to check" + (f" ({left_out})" if left_out else ""), markup=False)
+        out.print("no runs to check" + (f" ({notes})" if notes else ""), markup=False)
         return
     counts = ", ".join(f"{count} {outcome}" for outcome, count in totals.items() if count or outcome == DIVERGED)
     out.print(
-        f"{len(checked)} run(s) checked in {seconds:.2f} s: {counts}" + (f"; {left_out}" if left_out else ""),
-        markup=False,
+        f"{len(checked)} run(s) checked in {seconds:.2f} s: {counts}" + (f"; {notes}" if notes else ""), markup=False
     )
 
 

@@ -1,4 +1,11 @@
-"""Which runs ``spanreplay check`` replays: ``--agent``, ``--since``, ``--status``."""
+"""Which runs ``spanreplay check`` replays: ``--agent``, ``--since``, ``--status``.
+
+Top-level runs only. A sub-agent's run (``RunSummary.parent`` set) is replayed
+inside its parent's replay, with its own divergence checks, where the parent
+opened it; replayed on its own against ``--entry`` (the top-level agent's code)
+it could only diverge. Those runs are left out and counted, apart from the ones
+whose parent the source does not hold, which no replay of this source checks.
+"""
 
 from __future__ import annotations
 
@@ -53,12 +60,16 @@ class Selection:
     too_old: int = 0
     other_status: int = 0
     running: int = 0
+    sub_agent: int = 0
+    orphan: int = 0
 
     def left_out(self) -> str:
         """``3 left out: 2 of another agent, 1 still running``, or ``""``."""
         parts = [
             f"{count} {what}"
             for count, what in (
+                (self.sub_agent, "sub-agent run(s) (replayed in their parent's)"),
+                (self.orphan, "sub-agent run(s) whose parent the source lacks"),
                 (self.other_agent, "of another agent"),
                 (self.too_old, "started before --since"),
                 (self.other_status, "of another --status"),
@@ -66,21 +77,27 @@ class Selection:
             )
             if count
         ]
-        total = self.other_agent + self.too_old + self.other_status + self.running
+        total = self.sub_agent + self.orphan + self.other_agent + self.too_old + self.other_status + self.running
         return f"{total} left out: {', '.join(parts)}" if parts else ""
 
 
 def select_runs(
     found: Sequence[RunSummary], *, agents: Sequence[str] = (), since: datetime | None = None, status: str = "all"
 ) -> Selection:
-    """The runs of ``found`` that pass every filter, in the order given (oldest first)."""
+    """The top-level runs of ``found`` that pass every filter, in the order given (oldest first)."""
     wanted = STATUSES[status]
     # Exact integer nanoseconds: a float timestamp rounds at this size.
     cutoff_ns = (since - _EPOCH) // timedelta(microseconds=1) * 1000 if since is not None else None
     kept: list[RunSummary] = []
-    other_agent = too_old = other_status = running = 0
+    other_agent = too_old = other_status = running = sub_agent = orphan = 0
+    listed = {run.run_id for run in found}
     for run in found:
-        if agents and run.agent not in agents:
+        if run.parent is not None:
+            if run.parent in listed:
+                sub_agent += 1
+            else:
+                orphan += 1
+        elif agents and run.agent not in agents:
             other_agent += 1
         elif cutoff_ns is not None and (not run.start_ns or run.start_ns < cutoff_ns):
             too_old += 1
@@ -90,4 +107,4 @@ def select_runs(
             other_status += 1
         else:
             kept.append(run)
-    return Selection(kept, other_agent, too_old, other_status, running)
+    return Selection(kept, other_agent, too_old, other_status, running, sub_agent, orphan)
