@@ -156,8 +156,9 @@ class _SeqTable:
             raise _Unusual
         if seq >= len(self.ends):
             grown = max(seq + 1, 2 * len(self.ends)) - len(self.ends)
-            self.ends.extend(bytes(8 * grown))
-            self._keys.extend(bytes(8 * grown))
+            # frombytes: extend() would add one element per byte.
+            self.ends.frombytes(bytes(8 * grown))
+            self._keys.frombytes(bytes(8 * grown))
         held = self.ends[seq]
         end = span.end_ns if span.ended else -1
         key = hash(span.key) & _MASK or 1
