@@ -329,8 +329,8 @@ class _Seqs:
         if 0 < seq <= 2 * self.count + _SLACK:
             self.top = max(self.top, seq)
             if seq >= len(self.marks):
-# frombytes: extend() would add one element per byte.
-                                self.marks.frombytes(bytes(8 * (max(seq + 1, 2 * len(self.marks)) - len(self.marks))))
+                # frombytes: extend() would add one element per byte.
+                self.marks.frombytes(bytes(8 * (max(seq + 1, 2 * len(self.marks)) - len(self.marks))))
             # Within one listing only, so the process's string hash is as good as any.
             mark = hash(span.key) & _MASK or 1
             held = self.marks[seq]
