@@ -7,7 +7,12 @@ runs in a fresh interpreter, so its peak RSS (``resource.getrusage``) is its own
 show's output goes to a file, 200 columns wide. The file goes to a temporary
 directory (``--dir``, default the system's) that is deleted afterwards.
 
-    python benchmarks/bench_scale.py [--quick] [--steps 1000000] [--others 10] [--commands runs,show,load] [--json]
+    python benchmarks/bench_scale.py [--quick] [--steps 1000000] [--others 10] [--commands runs,show,load]
+        [--with postgres,check] [--json]
+
+``--with`` adds, in the same output, the Postgres fill of 90 days
+(``bench_postgres_partitions.py``) and the sharded gate (``bench_check_shards.py``),
+each run in a fresh interpreter (``--quick`` passed on to them).
 """
 
 from __future__ import annotations
@@ -74,6 +79,18 @@ def raw_read_mbps(path: Path, rounds: int = 3) -> float:
     return path.stat().st_size / best / MB
 
 
+# The other figures of a fleet's scale: the script that measures each.
+OTHERS = {"postgres": "bench_postgres_partitions.py", "check": "bench_check_shards.py"}
+
+
+def other_figures(name: str, *, quick: bool) -> list[Figure]:
+    """The figures another benchmark prints as JSON, run in a fresh interpreter."""
+    script = Path(__file__).resolve().parent / OTHERS[name]
+    command = [sys.executable, str(script), "--json", *(["--quick"] if quick else [])]
+    out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
+    return [Figure(**figure) for figure in json.loads(out.splitlines()[-1])]
+
+
 def measure(command: str, path: Path) -> dict[str, float]:
     env = {**os.environ, "COLUMNS": "200"}
     out = subprocess.run(
@@ -89,6 +106,7 @@ def main() -> None:
     parser.add_argument("--others", type=int, default=10)
     parser.add_argument("--commands", default="runs,show,load", help="which to measure, comma-separated")
     parser.add_argument("--dir", default=None, help="where to write the file (deleted afterwards)")
+    parser.add_argument("--with", dest="also", metavar="NAMES", default="", help="also postgres,check")
     parser.add_argument("--quick", action="store_true", help="2,000 steps: a smoke run, not a measurement")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--child", nargs=2, metavar=("COMMAND", "PATH"), help=argparse.SUPPRESS)
@@ -127,6 +145,8 @@ def main() -> None:
                 held = (peak - result["base_rss_mb"]) / result["events"] * 1000
                 figures.append(Figure(NAME, "load RSS per 1,000 events", held, "MB", note="peak less the imports"))
             figures.append(Figure(NAME, f"{command} time per step", result["seconds"] / args.steps * 1e6, "us"))
+        for name in filter(None, args.also.split(",")):
+            figures.extend(other_figures(name, quick=args.quick))
         emit(figures, as_json=args.json)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
