@@ -208,7 +208,7 @@ class _FileStream:
         self._ends = table.ends
         self._seqs = table.seqs()
         info = codec.span_to_run(root) if root is not None else RunInfo(run_id=run_id, status=sc.RUN_STATUS_CRASHED)
-        missing = missing_seqs(info, self._seqs.tolist())
+        missing = missing_seqs(info, self._seqs)
         if missing is not None:
             if info.status != sc.RUN_STATUS_CRASHED:
                 raise _Unusual

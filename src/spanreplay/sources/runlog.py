@@ -16,7 +16,8 @@ from __future__ import annotations
 import dataclasses
 import re
 from array import array
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
+from itertools import chain
 from typing import Final
 
 from spanreplay import semconv as sc
@@ -185,13 +186,13 @@ def shared_run_id(run_id: str, what: str, origin: str) -> TraceFormatError:
     )
 
 
-def missing_seqs(info: RunInfo, present: list[int]) -> tuple[str, int] | None:
+def missing_seqs(info: RunInfo, present: Sequence[int]) -> tuple[str, int] | None:
     """The missing seqs as text (the first few, then a count) and the last seq, or None."""
     last = info.steps if info.steps is not None else (present[-1] if present else 0)
     missing, expected = 0, 1
     shown: list[int] = []
     # Walk the gaps rather than every seq: a bogus step count must not make this loop forever.
-    for seq in [*(s for s in present if s <= last), last + 1]:
+    for seq in chain((s for s in present if s <= last), (last + 1,)):
         if seq > expected:
             missing += seq - expected
             shown.extend(range(expected, min(seq, expected + _SHOWN - len(shown))))
