@@ -201,3 +201,23 @@ def test_any_batch_writes_what_one_insert_per_row_writes(
     commit_rows(pg_dsn, batch)
     commit_rows(twin_dsn, batch, one_by_one=True)
     assert tables(pg_dsn) == tables(twin_dsn)
+
+
+def test_a_slow_server_takes_a_batch_it_took_row_by_row_and_later_statements_keep_their_bound(pg_dsn: str) -> None:
+    import psycopg
+
+    from spanreplay.recording.postgres.step_batches import write_steps
+    from spanreplay.sources.postgres.connect import session_settings
+
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute(
+            "CREATE FUNCTION slow_insert() RETURNS trigger LANGUAGE plpgsql AS "
+            "$$ BEGIN PERFORM pg_sleep(0.3); RETURN NEW; END $$"
+        )
+        conn.execute("CREATE TRIGGER slow BEFORE INSERT ON agent_steps FOR EACH ROW EXECUTE FUNCTION slow_insert()")
+        session_settings(conn, 0.5)
+        rows = [step(DATED, n) for n in (1, 2, 3)]  # 0.9 s in all, 0.3 s a row: under 0.5 s a row
+        with conn.transaction(), conn.cursor() as cur:
+            assert write_steps(cur, rows, row_timeout=0.5) == 3
+            assert cur.execute("SHOW statement_timeout").fetchone() == ("500ms",)
+    assert tables(pg_dsn)[1][0][7] == 3  # steps_recorded

@@ -143,15 +143,24 @@ def write_steps(
 ) -> int:
     """Write ``step_params`` rows with one statement per round; the rows inserted or filled in.
 
-    ``row_timeout`` (seconds), in a transaction: each statement may take that long per
-    row it writes, the bound the session's statement timeout gave one insert per row;
-    a slow server then still takes a batch, as it took its rows one by one.
+    ``row_timeout`` (seconds), in a transaction whose session's statement timeout it is:
+    each statement may take that long per row it writes, the bound one insert per row
+    had, so a slow server still takes a batch as it took its rows one by one. The
+    statements after these get the session's bound again.
     """
     written = 0
+    stretched = False
     for group in rounds(rows):
         if row_timeout is not None and len(group) > 1:
-            millis = str(max(1, int(row_timeout * 1000 * len(group))))
-            cur.execute("SELECT set_config('statement_timeout', %s, true)", (millis,))
+            _statement_timeout(cur, row_timeout * len(group))
+            stretched = True
         cur.execute(INSERT_STEPS, batch_params(group))
         written += max(cur.rowcount, 0)
+    if stretched and row_timeout is not None:
+        _statement_timeout(cur, row_timeout)
     return written
+
+
+def _statement_timeout(cur: psycopg.Cursor[Any], seconds: float) -> None:
+    """The statement timeout until the transaction ends (the session keeps its own)."""
+    cur.execute("SELECT set_config('statement_timeout', %s, true)", (str(max(1, int(seconds * 1000))),))
