@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import sys
 import time
 import uuid
 from datetime import UTC, date, datetime, timedelta
@@ -229,6 +230,7 @@ def measure(dsn: str, steps: int) -> list[Figure]:
     make(dsn, LAST_DAY - timedelta(days=DAYS - 1), LAST_DAY)
     fill_s, runs = fill(dsn, steps)
     filled = runs * STEPS_PER_RUN
+    print(f"filled {filled:,} steps in {fill_s:.0f} s", file=sys.stderr, flush=True)  # a long run shows life
     figures = [
         Figure(NAME, "steps filled (90 days, 100 a run)", filled, "steps", note=f"server-side fill {fill_s:.0f} s"),
         Figure(NAME, "fill rate (server-side INSERT ... SELECT)", filled / fill_s, "steps/s", note="not the writer"),
@@ -262,13 +264,23 @@ def measure(dsn: str, steps: int) -> list[Figure]:
         Figure(NAME, "bytes per step (tables + indexes)", per_step, "B/step", note="payloads 300 B in, 500 B out"),
         Figure(NAME, "per day at 100 steps/s", per_step * 100 * 86400 / 1e9, "GB/day", note="= bytes/step x 8.64e6"),
     ]
-    row_s = row_by_row_seconds(dsn, LAST_DAY - timedelta(days=10))
+    # At fleet scale a chunk of the row-by-row delete can outlast its statement timeout:
+    # that is a finding to report beside the other figures, not a reason to lose them.
+    started = time.perf_counter()
+    try:
+        row_s = row_by_row_seconds(dsn, LAST_DAY - timedelta(days=10))
+        note = f"{filled // DAYS:,} steps"
+    except Exception as exc:  # reported as the figure's note
+        row_s, note = time.perf_counter() - started, f"FAILED after: {str(exc)[:80]}"
+    figures.append(Figure(NAME, "row by row: delete one day's runs and steps", row_s, "s", note=note))
+    started = time.perf_counter()
+    try:
+        prune_s, summary = prune_seconds(dsn)
+        met = prune_s < 60
+    except Exception as exc:  # reported as the figure's note
+        prune_s, summary, met = time.perf_counter() - started, f"FAILED after: {str(exc)[-80:]}", False
     figures.append(
-        Figure(NAME, "row by row: delete one day's runs and steps", row_s, "s", note=f"{filled // DAYS:,} steps")
-    )
-    prune_s, summary = prune_seconds(dsn)
-    figures.append(
-        Figure(NAME, "prune --older-than 60d (30 days dropped)", prune_s, "s", goal="< 60 s", met=prune_s < 60,
+        Figure(NAME, "prune --older-than 60d (30 days dropped)", prune_s, "s", goal="< 60 s", met=met,
                note=summary[:90])
     )  # fmt: skip
     return figures

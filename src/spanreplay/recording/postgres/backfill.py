@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 import psycopg
 
@@ -24,6 +24,10 @@ from spanreplay.sources.postgres.connect import connect, failure
 from spanreplay.sources.runlog import RUN_MARKER
 
 from . import span_rows
+from .step_batches import write_steps
+
+# Each statement's bound, per row it writes (step rows go in one statement per batch).
+_TIMEOUT: Final = 10.0
 
 
 @dataclass(frozen=True)
@@ -73,7 +77,7 @@ def _export(
     steps: list[dict[str, Any]] = []
     intents: dict[tuple[str, str], dict[str, Any]] = {}
     added = 0
-    with connect(dsn) as conn:
+    with connect(dsn, timeout=_TIMEOUT) as conn:
 
         def flush() -> None:
             nonlocal added
@@ -122,10 +126,6 @@ def _write_batch(
         with conn.transaction(), conn.cursor() as cur:
             for statement, rows in span_rows.by_statement(span_rows.run_statement, runs).items():
                 cur.executemany(statement, rows)
-            added = 0
-            for statement, rows in span_rows.by_statement(span_rows.step_statement, steps).items():
-                cur.executemany(statement, rows)
-                added += max(cur.rowcount, 0)
-            return added
+            return write_steps(cur, steps, row_timeout=_TIMEOUT)
     except psycopg.Error as exc:
         raise failure(dsn, "import the runs", exc) from None

@@ -13,6 +13,7 @@ import psycopg_pool
 from opentelemetry.sdk.trace import ReadableSpan
 
 from .span_rows import DELETE_RUN, by_statement, run_statement, step_statement
+from .step_batches import write_steps
 
 POOL_NAME: Final = "spanreplay-exporter"
 STEP: Final = "step"
@@ -98,6 +99,10 @@ def commit(pool: psycopg_pool.ConnectionPool[Any], timeout: float, writes: list[
                 with conn.transaction(), conn.cursor() as cur:
                     for kind in (RUN, STEP, DELETE):  # a run's delete after its rows in the batch
                         params = [w.params for w in writes if w.kind == kind and w.params is not None]
+                        if kind == STEP:
+                            # One statement for the batch: the totals triggers fire once, not per row.
+                            write_steps(cur, params, row_timeout=timeout)
+                            continue
                         for statement, rows in by_statement(STATEMENTS[kind], params).items():
                             cur.executemany(statement, rows)
     except Exception as exc:  # any failure: the database is down, slow or refuses
