@@ -218,7 +218,7 @@ def row_by_row_seconds(dsn: str, day: date) -> float:
     with psycopg.connect(dsn) as conn:
         ids = [r for (r,) in conn.execute("SELECT run_id FROM agent_runs WHERE run_day = %s", (day,)).fetchall()]
     started = time.perf_counter()
-    retention.delete(dsn, ids)
+    retention.delete(dsn, [(run_id, day) for run_id in ids])
     return time.perf_counter() - started
 
 

@@ -183,7 +183,8 @@ def _prune_postgres(dsn: str, policy: Policy, *, dry_run: bool) -> tuple[list[_R
     total = retention.count(dsn)
     if not dry_run:
         retention.drop_days(dsn, sorted(dropped))
-        retention.delete(dsn, [r.run_id for r in removals])
+        day_of = {run.run_id: run.day for run in found}
+        retention.delete(dsn, [(r.run_id, day_of.get(r.run_id)) for r in removals])
     return removals, total - len(removals) - days.runs, days
 
 

@@ -20,7 +20,7 @@ from spanreplay.sources.postgres.rows import read_status
 
 # A run id of the default form sorts by its date, so older runs are a range of the key.
 _DATED_ID: Final = r"^run_[0-9]{8}_[0-9]{6}_"
-_DELETE_CHUNK: Final = 1000
+_DELETE_CHUNK: Final = 500
 
 
 @dataclass(frozen=True)
@@ -63,17 +63,26 @@ def candidates(dsn: str, *, older_id: str, older_than: datetime) -> list[StoredR
     ]
 
 
-def delete(dsn: str, run_ids: Sequence[str]) -> int:
-    """Delete these runs and their steps, in the same transactions. Returns the runs deleted."""
+def delete(dsn: str, runs: Sequence[tuple[str, date | None]]) -> int:
+    """Delete these runs (run id, and the day of its partition when known) and their steps, in
+    the same transactions. Returns the runs deleted."""
+    by_day: dict[date | None, list[str]] = {}
+    for run_id, day in runs:
+        by_day.setdefault(day, []).append(run_id)
     deleted = 0
     with connect(dsn) as conn:
         try:
-            for start in range(0, len(run_ids), _DELETE_CHUNK):
-                chunk = list(run_ids[start : start + _DELETE_CHUNK])
-                with conn.transaction():
-                    conn.execute("DELETE FROM agent_steps WHERE run_id = ANY(%s)", (chunk,))
-                    cur = conn.execute("DELETE FROM agent_runs WHERE run_id = ANY(%s)", (chunk,))
-                    deleted += max(cur.rowcount, 0)
+            for day, run_ids in by_day.items():
+                # Naming the day keeps each statement to one partition: without it every
+                # partition's index is searched for every run id of the chunk.
+                where = "run_id = ANY(%s)" if day is None else "run_day = %s AND run_id = ANY(%s)"
+                for start in range(0, len(run_ids), _DELETE_CHUNK):
+                    chunk = run_ids[start : start + _DELETE_CHUNK]
+                    values = (chunk,) if day is None else (day, chunk)
+                    with conn.transaction():
+                        conn.execute(f"DELETE FROM agent_steps WHERE {where}", values)
+                        cur = conn.execute(f"DELETE FROM agent_runs WHERE {where}", values)
+                        deleted += max(cur.rowcount, 0)
         except psycopg.Error as exc:
             raise failure(dsn, "delete the pruned runs", exc) from None
     return deleted
