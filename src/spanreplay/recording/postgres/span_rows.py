@@ -52,20 +52,26 @@ day AS (
     ) AS run_day
 )"""
 
+# What both inserts (one row, a batch: step_batches.py) write: a run's placeholder row and the step's columns.
+RUN_PLACEHOLDER: Final = (
+    "INSERT INTO agent_runs (run_id, run_day, status, trace_id, service_name, start_ns, started_at, schema_version)"
+)
+STEP_COLUMNS: Final = """
+    run_id, run_day, step_number, step_type, key, call_id,
+    input, output, error, input_text, output_text, error_text,
+    tokens_in, tokens_out, cost, trace_id, span_id, start_ns, end_ns, created_at,
+    attributes, schema_version
+"""
+
 _INSERT_STEP: Final = """
 WITH {day}, run AS (
-    INSERT INTO agent_runs (run_id, run_day, status, trace_id, service_name, start_ns, started_at, schema_version)
+    {run_placeholder}
     SELECT %(run_id)s, day.run_day, 'running', %(trace_id)s, %(service_name)s, %(start_ns)s, %(started_at)s,
            %(schema_version)s
     FROM day
     ON CONFLICT (run_id, run_day) DO NOTHING
 )
-INSERT INTO agent_steps (
-    run_id, run_day, step_number, step_type, key, call_id,
-    input, output, error, input_text, output_text, error_text,
-    tokens_in, tokens_out, cost, trace_id, span_id, start_ns, end_ns, created_at,
-    attributes, schema_version
-)
+INSERT INTO agent_steps ({columns})
 SELECT
     %(run_id)s, day.run_day, %(step_number)s, %(step_type)s, %(key)s, %(call_id)s,
     %(input)s::jsonb, %(output)s::jsonb, %(error)s::jsonb, %(input_text)s, %(output_text)s, %(error_text)s,
@@ -80,8 +86,10 @@ ON CONFLICT (run_id, step_number, run_day) DO UPDATE SET
 WHERE agent_steps.end_ns = 0 AND EXCLUDED.end_ns <> 0
 """
 
-INSERT_STEP: Final = _INSERT_STEP.format(day=_RUN_DAY_GIVEN)
-INSERT_STEP_LOOKUP: Final = _INSERT_STEP.format(day=_RUN_DAY_LOOKUP)
+INSERT_STEP: Final = _INSERT_STEP.format(day=_RUN_DAY_GIVEN, run_placeholder=RUN_PLACEHOLDER, columns=STEP_COLUMNS)
+INSERT_STEP_LOOKUP: Final = _INSERT_STEP.format(
+    day=_RUN_DAY_LOOKUP, run_placeholder=RUN_PLACEHOLDER, columns=STEP_COLUMNS
+)
 
 # A step row is final once its span ended: a retried insert of it does nothing. The one
 # row that changes is a side effect's intent (written when its span started: end_ns 0,

@@ -25,6 +25,8 @@ from typing import Any, Final
 
 import psycopg
 
+from .span_rows import RUN_PLACEHOLDER, STEP_COLUMNS
+
 # (parameter, array type) in unnest's order. Numbers are either ints or floats (token
 # counts and cost as the instrumentation set them), and psycopg will not put both in one
 # array: each goes in two arrays, one per Python type, cast to the column as a single
@@ -81,18 +83,13 @@ run_days AS (
     FROM first_rows AS f
 ),
 run AS (
-    INSERT INTO agent_runs (run_id, run_day, status, trace_id, service_name, start_ns, started_at, schema_version)
+    {RUN_PLACEHOLDER}
     SELECT run_id, day_of_run, 'running', trace_id, service_name, start_ns, started_at, schema_version
     FROM run_days
     ORDER BY run_id
     ON CONFLICT (run_id, run_day) DO NOTHING
 )
-INSERT INTO agent_steps (
-    run_id, run_day, step_number, step_type, key, call_id,
-    input, output, error, input_text, output_text, error_text,
-    tokens_in, tokens_out, cost, trace_id, span_id, start_ns, end_ns, created_at,
-    attributes, schema_version
-)
+INSERT INTO agent_steps ({STEP_COLUMNS})
 SELECT
     u.run_id, d.day_of_run, u.step_number, u.step_type, u.key, u.call_id,
     u.input::jsonb, u.output::jsonb, u.error::jsonb, u.input_text, u.output_text, u.error_text,
