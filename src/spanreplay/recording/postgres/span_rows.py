@@ -56,6 +56,17 @@ day AS (
 RUN_PLACEHOLDER: Final = (
     "INSERT INTO agent_runs (run_id, run_day, status, trace_id, service_name, start_ns, started_at, schema_version)"
 )
+# A step row is final once its span ended: a retried insert of it does nothing. The one
+# row that changes is a side effect's intent (end_ns 0, no outcome), which its ended
+# span fills in.
+STEP_CONFLICT: Final = """\
+ON CONFLICT (run_id, step_number, run_day) DO UPDATE SET
+    output = EXCLUDED.output, error = EXCLUDED.error, output_text = EXCLUDED.output_text,
+    error_text = EXCLUDED.error_text, tokens_in = EXCLUDED.tokens_in, tokens_out = EXCLUDED.tokens_out,
+    cost = EXCLUDED.cost, end_ns = EXCLUDED.end_ns, created_at = EXCLUDED.created_at,
+    attributes = EXCLUDED.attributes
+WHERE agent_steps.end_ns = 0 AND EXCLUDED.end_ns <> 0
+"""
 STEP_COLUMNS: Final = """
     run_id, run_day, step_number, step_type, key, call_id,
     input, output, error, input_text, output_text, error_text,
@@ -78,23 +89,17 @@ SELECT
     %(tokens_in)s, %(tokens_out)s, %(cost)s, %(trace_id)s, %(span_id)s, %(start_ns)s, %(end_ns)s, %(created_at)s,
     %(attributes)s::json, %(schema_version)s
 FROM day
-ON CONFLICT (run_id, step_number, run_day) DO UPDATE SET
-    output = EXCLUDED.output, error = EXCLUDED.error, output_text = EXCLUDED.output_text,
-    error_text = EXCLUDED.error_text, tokens_in = EXCLUDED.tokens_in, tokens_out = EXCLUDED.tokens_out,
-    cost = EXCLUDED.cost, end_ns = EXCLUDED.end_ns, created_at = EXCLUDED.created_at,
-    attributes = EXCLUDED.attributes
-WHERE agent_steps.end_ns = 0 AND EXCLUDED.end_ns <> 0
-"""
+{conflict}"""
 
-INSERT_STEP: Final = _INSERT_STEP.format(day=_RUN_DAY_GIVEN, run_placeholder=RUN_PLACEHOLDER, columns=STEP_COLUMNS)
+INSERT_STEP: Final = _INSERT_STEP.format(
+    day=_RUN_DAY_GIVEN, run_placeholder=RUN_PLACEHOLDER, columns=STEP_COLUMNS, conflict=STEP_CONFLICT
+)
 INSERT_STEP_LOOKUP: Final = _INSERT_STEP.format(
-    day=_RUN_DAY_LOOKUP, run_placeholder=RUN_PLACEHOLDER, columns=STEP_COLUMNS
+    day=_RUN_DAY_LOOKUP, run_placeholder=RUN_PLACEHOLDER, columns=STEP_COLUMNS, conflict=STEP_CONFLICT
 )
 
-# A step row is final once its span ended: a retried insert of it does nothing. The one
-# row that changes is a side effect's intent (written when its span started: end_ns 0,
-# no outcome), which the ended span fills in, whichever of them arrives again later.
-# A run row is written when the run starts (status running) and again when it ends.
+# A step row is final once its span ended (STEP_CONFLICT above), whichever copy arrives
+# again later. A run row is written when the run starts (status running) and again when it ends.
 # A copy never replaces one that knows more: the ended run span wins over the
 # started one, either wins over the placeholder a step inserted, and an ended
 # row is final. So copies may arrive in any order, any number of times.

@@ -25,7 +25,7 @@ from typing import Any, Final
 
 import psycopg
 
-from .span_rows import RUN_PLACEHOLDER, STEP_COLUMNS
+from .span_rows import RUN_PLACEHOLDER, STEP_COLUMNS, STEP_CONFLICT
 
 # (parameter, array type) in unnest's order. Numbers are either ints or floats (token
 # counts and cost as the instrumentation set them), and psycopg will not put both in one
@@ -99,13 +99,7 @@ SELECT
     u.attributes::json, u.schema_version
 FROM u JOIN run_days AS d ON d.run_id = u.run_id
 ORDER BY u.ord
-ON CONFLICT (run_id, step_number, run_day) DO UPDATE SET
-    output = EXCLUDED.output, error = EXCLUDED.error, output_text = EXCLUDED.output_text,
-    error_text = EXCLUDED.error_text, tokens_in = EXCLUDED.tokens_in, tokens_out = EXCLUDED.tokens_out,
-    cost = EXCLUDED.cost, end_ns = EXCLUDED.end_ns, created_at = EXCLUDED.created_at,
-    attributes = EXCLUDED.attributes
-WHERE agent_steps.end_ns = 0 AND EXCLUDED.end_ns <> 0
-"""
+{STEP_CONFLICT}"""
 
 
 def rounds(rows: Iterable[Mapping[str, Any]]) -> list[list[Mapping[str, Any]]]:
