@@ -61,10 +61,10 @@ class FileSource:
         if run_id is None:
             run_id = only_run(self.runs(), self.name)
         damage: list[Damage] = []
-        found = _Counted(self._run_spans(run_id, damage))
+        found = _Counted(self.run_spans(run_id, damage))
         failed: SpanReplayError | None = None
         try:
-            log = build_log(run_id, found, self.name, self._damage, again=lambda: self._run_spans(run_id, []))
+            log = build_log(run_id, found, self.name, self._damage, again=lambda: self.run_spans(run_id, []))
         except SpanReplayError as exc:
             if exc is found.unreadable:
                 raise
@@ -86,8 +86,9 @@ class FileSource:
             raise failed
         return log
 
-    def _run_spans(self, run_id: str, damage: list[Damage]) -> Iterator[SpanRecord]:
-        """The spans of run ``run_id``, read from the files as they are needed."""
+    def run_spans(self, run_id: str, damage: list[Damage]) -> Iterator[SpanRecord]:
+        """The spans of run ``run_id``, read from the files as they are needed; ``damage`` fills
+        with the damaged lines that hold its id."""
         for span in iter_spans(self.source, contains=needle(run_id), damaged=damage.append):
             if span.attributes.get(sc.RUN_ID) == run_id:
                 yield span
@@ -119,7 +120,6 @@ class _Counted:
     def __init__(self, spans: Iterator[SpanRecord]) -> None:
         self._spans = spans
         self.count = 0
-
         self.unreadable: SpanReplayError | None = None  # what reading the source raised
 
     def __iter__(self) -> Iterator[SpanRecord]:

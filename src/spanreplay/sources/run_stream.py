@@ -29,11 +29,11 @@ from spanreplay.model import codec
 from spanreplay.model.events import Event, EventLog, RunInfo
 from spanreplay.model.input_refs import InputRebuilder
 from spanreplay.model.spans import SpanRecord
-from spanreplay.readers import Damage, SpanReplayWarning, iter_spans
+from spanreplay.readers import Damage, SpanReplayWarning
 
 from .files import FileSource
 from .registry import open_source
-from .runlog import missing_seqs, needle, only_run, warn_crashed
+from .runlog import missing_seqs, only_run, warn_crashed
 
 __all__ = ["RunStream", "stream_run"]
 
@@ -263,6 +263,4 @@ class _FileStream:
                 yield codec.span_to_event(span)
 
     def _spans(self, damage: list[Damage]) -> Iterator[SpanRecord]:
-        for span in iter_spans(self._source.source, contains=needle(self._run_id), damaged=damage.append):
-            if span.attributes.get(sc.RUN_ID) == self._run_id:
-                yield span
+        return self._source.run_spans(self._run_id, damage)
