@@ -28,7 +28,7 @@ from ._common import (
     printable,
     status_text,
 )
-from ._show_steps import UNFINISHED, Columns, print_step_lines, print_step_table, step_status
+from ._show_steps import UNFINISHED, Columns, duration_s, print_step_lines, print_step_table, step_status
 
 
 @click.command("show")
@@ -73,10 +73,6 @@ def _no_such_step(stream: RunStream, seq: int) -> str:
     return f"Run {run_id} has no step at seq {seq}; its steps run from seq {first} to {last}."
 
 
-def _duration(start_ns: int, end_ns: int) -> float | None:
-    return (end_ns - start_ns) / 1e9 if start_ns and end_ns else None
-
-
 def _iso(ns: int) -> str | None:
     return datetime.fromtimestamp(ns / 1e9, tz=UTC).isoformat() if ns else None
 
@@ -96,7 +92,7 @@ def run_dict(run: RunInfo) -> dict[str, Any]:
         "service_name": run.service_name,
         "trace_id": run.trace_id,
         "started": _iso(run.start_ns),
-        "duration_s": _duration(run.start_ns, run.end_ns),
+        "duration_s": duration_s(run.start_ns, run.end_ns),
         "steps": run.steps,
         "forked_from": run.forked_from,
         "forked_at": run.forked_at,
@@ -117,7 +113,7 @@ def step_dict(event: Event) -> dict[str, Any]:
         "status": step_status(event, "unfinished"),
         "effect": event.effect,
         "started": _iso(event.start_ns),
-        "duration_s": _duration(event.start_ns, event.end_ns),
+        "duration_s": duration_s(event.start_ns, event.end_ns),
         "input": event.input,
         "output": event.output,
         "error": error_dict(event.error),
@@ -166,7 +162,7 @@ def _print_run(stream: RunStream, columns: Columns) -> None:
         header.add_row("error", Text(printable(str(run.error), newlines=True), style="red"))
     header.add_row("service", Text(printable(run.service_name or "-")))
     header.add_row("started", format_time(run.started))
-    header.add_row("duration", format_duration(_duration(run.start_ns, run.end_ns)))
+    header.add_row("duration", format_duration(duration_s(run.start_ns, run.end_ns)))
     if run.forked_from:
         at = f", live from seq {run.forked_at}" if run.forked_at is not None else ", every step served"
         header.add_row("forked from", Text(printable(run.forked_from) + at))
@@ -186,7 +182,7 @@ def _print_run(stream: RunStream, columns: Columns) -> None:
     if room < MIN_PREVIEW:
         print_step_lines(out, stream.events())
     else:
-        print_step_table(out, stream.events(), len(stream), columns, room)
+        print_step_table(out, stream.events(), columns, room)
     out.print()
     out.print(f"{len(stream)} step(s). Full payloads of one step: --seq N", markup=False)
 

@@ -19,7 +19,7 @@ from spanreplay.model.events import Event
 
 from ._common import MIN_PREVIEW, flat_text, format_duration, preview, printable, room_for, status_text
 
-__all__ = ["UNFINISHED", "Columns", "print_step_lines", "print_step_table", "step_status"]
+__all__ = ["UNFINISHED", "Columns", "duration_s", "print_step_lines", "print_step_table", "step_status"]
 
 # How a side effect whose intent was recorded, and its outcome never was, is listed.
 UNFINISHED = "started, never finished"
@@ -42,8 +42,9 @@ def step_status(event: Event, unfinished: str) -> str:
     return "error" if event.failed else "ok"
 
 
-def _duration(event: Event) -> float | None:
-    return (event.end_ns - event.start_ns) / 1e9 if event.start_ns and event.end_ns else None
+def duration_s(start_ns: int, end_ns: int) -> float | None:
+    """Seconds between two times of a span, None when either is unknown."""
+    return (end_ns - start_ns) / 1e9 if start_ns and end_ns else None
 
 
 def _cells(event: Event) -> tuple[str, ...]:
@@ -53,7 +54,7 @@ def _cells(event: Event) -> tuple[str, ...]:
         printable(event.kind),
         printable(event.key),
         step_status(event, UNFINISHED),
-        format_duration(_duration(event)),
+        format_duration(duration_s(event.start_ns, event.end_ns)),
     )
 
 
@@ -94,7 +95,7 @@ class Columns:
         return [whole if longest <= room else room for whole, longest in zip(self._whole, self._longest, strict=True)]
 
 
-def print_step_table(out: Console, events: Iterable[Event], count: int, columns: Columns, room: int) -> None:
+def print_step_table(out: Console, events: Iterable[Event], columns: Columns, room: int) -> None:
     """The steps as rich's Table(show_edge=False) draws them, written a block of rows at a time.
 
     rich's Table lays out every cell through its measuring and wrapping machinery
@@ -131,14 +132,14 @@ def print_step_table(out: Console, events: Iterable[Event], count: int, columns:
                 spans.append(Span(start, start + len(text), styled))
             parts.append(piece)
             at += len(piece)
-        if number % _BLOCK and number != count:
+        if number % _BLOCK:
             parts.append("\n")
             at += 1
             continue
         _print_block(out, "".join(parts), spans)
         parts, spans, at = [], [], 0
-    if parts:  # fewer events than counted: cannot happen for a checked run, but print what came
-        out.print(Text("".join(parts).rstrip("\n"), spans=spans, no_wrap=True))
+    if parts:  # the last block, less the line break after its last row
+        _print_block(out, "".join(parts)[:-1], spans)
 
 
 def _print_block(out: Console, text: str, spans: list[Span]) -> None:
